@@ -1,0 +1,203 @@
+//! The byte encodings bellperson uses: big-endian `u32` counts and uncompressed affine points
+//! (96 bytes in G1, 192 in G2) in parameter files and verifying keys, compressed points in proofs.
+
+use std::io::{self, Read, Write};
+
+use cuzk_field::{G1Affine, G2Affine};
+use group::prime::PrimeCurveAffine;
+use rayon::prelude::*;
+
+use crate::error::{Groth16Error, Section};
+
+pub(crate) const G1_UNCOMPRESSED: usize = 96;
+pub(crate) const G2_UNCOMPRESSED: usize = 192;
+
+/// Points decoded per parallel batch when reading a long vector from a stream.
+const BATCH_POINTS: usize = 1 << 16;
+
+/// A point type with a fixed-size uncompressed encoding.
+pub(crate) trait Uncompressed: Sized + Send + Copy + PrimeCurveAffine {
+    const SIZE: usize;
+    fn decode(bytes: &[u8], checked: bool) -> Option<Self>;
+    fn encode(&self, out: &mut Vec<u8>);
+}
+
+impl Uncompressed for G1Affine {
+    const SIZE: usize = G1_UNCOMPRESSED;
+    fn decode(bytes: &[u8], checked: bool) -> Option<Self> {
+        let bytes: &[u8; G1_UNCOMPRESSED] = bytes.try_into().ok()?;
+        let p = if checked {
+            G1Affine::from_uncompressed(bytes)
+        } else {
+            G1Affine::from_uncompressed_unchecked(bytes)
+        };
+        Option::from(p)
+    }
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_uncompressed());
+    }
+}
+
+impl Uncompressed for G2Affine {
+    const SIZE: usize = G2_UNCOMPRESSED;
+    fn decode(bytes: &[u8], checked: bool) -> Option<Self> {
+        let bytes: &[u8; G2_UNCOMPRESSED] = bytes.try_into().ok()?;
+        let p = if checked {
+            G2Affine::from_uncompressed(bytes)
+        } else {
+            G2Affine::from_uncompressed_unchecked(bytes)
+        };
+        Option::from(p)
+    }
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_uncompressed());
+    }
+}
+
+/// Decodes `bytes` (a whole number of encodings) in parallel; `first_index` numbers the points
+/// in errors.
+pub(crate) fn decode_points<P: Uncompressed>(
+    bytes: &[u8],
+    section: Section,
+    first_index: usize,
+    checked: bool,
+    allow_identity: bool,
+) -> Result<Vec<P>, Groth16Error> {
+    bytes
+        .par_chunks(P::SIZE)
+        .enumerate()
+        .map(|(i, chunk)| {
+            let index = first_index + i;
+            let p = P::decode(chunk, checked).ok_or(Groth16Error::InvalidPoint { section, index })?;
+            if !allow_identity && bool::from(p.is_identity()) {
+                return Err(Groth16Error::PointAtInfinity { section, index });
+            }
+            Ok(p)
+        })
+        .collect()
+}
+
+/// Encodes points in parallel and writes them.
+pub(crate) fn write_points<P: Uncompressed + Sync, W: Write>(
+    writer: &mut W,
+    points: &[P],
+) -> io::Result<()> {
+    for batch in points.chunks(BATCH_POINTS) {
+        let bytes: Vec<u8> = batch
+            .par_chunks(1024)
+            .flat_map_iter(|chunk| {
+                let mut out = Vec::with_capacity(chunk.len() * P::SIZE);
+                for p in chunk {
+                    p.encode(&mut out);
+                }
+                out
+            })
+            .collect();
+        writer.write_all(&bytes)?;
+    }
+    Ok(())
+}
+
+/// A reader that knows its offset, so truncation errors say where the input ended.
+pub(crate) struct CountingReader<R> {
+    inner: R,
+    offset: u64,
+}
+
+impl<R: Read> CountingReader<R> {
+    pub(crate) fn new(inner: R) -> Self {
+        Self { inner, offset: 0 }
+    }
+
+    pub(crate) fn read_exact(&mut self, buf: &mut [u8], section: Section) -> Result<(), Groth16Error> {
+        match self.inner.read_exact(buf) {
+            Ok(()) => {
+                self.offset += buf.len() as u64;
+                Ok(())
+            }
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Err(Groth16Error::Truncated {
+                section,
+                offset: self.offset,
+                needed: buf.len() as u64,
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub(crate) fn read_u32(&mut self, section: Section) -> Result<u32, Groth16Error> {
+        let mut buf = [0u8; 4];
+        self.read_exact(&mut buf, section)?;
+        Ok(u32::from_be_bytes(buf))
+    }
+
+    /// Reads `count` points, decoding each batch in parallel. Memory grows with the data actually
+    /// read, so a corrupted count cannot make it allocate more than the input holds.
+    pub(crate) fn read_points<P: Uncompressed>(
+        &mut self,
+        count: usize,
+        section: Section,
+        checked: bool,
+        allow_identity: bool,
+    ) -> Result<Vec<P>, Groth16Error> {
+        let mut out = Vec::with_capacity(count.min(BATCH_POINTS));
+        let mut buf = Vec::new();
+        while out.len() < count {
+            let batch = (count - out.len()).min(BATCH_POINTS);
+            buf.resize(batch * P::SIZE, 0);
+            self.read_exact(&mut buf, section)?;
+            out.extend(decode_points::<P>(&buf, section, out.len(), checked, allow_identity)?);
+        }
+        Ok(out)
+    }
+
+    /// Whether the input is exhausted; consumes one byte if it is not.
+    pub(crate) fn trailing_bytes(&mut self) -> Result<u64, Groth16Error> {
+        let mut rest = Vec::new();
+        self.inner.read_to_end(&mut rest)?;
+        Ok(rest.len() as u64)
+    }
+}
+
+/// A cursor over an in-memory (or memory-mapped) byte slice, with the same errors.
+pub(crate) struct SliceReader<'a> {
+    bytes: &'a [u8],
+    offset: usize,
+}
+
+impl<'a> SliceReader<'a> {
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes, offset: 0 }
+    }
+
+    pub(crate) fn offset(&self) -> usize {
+        self.offset
+    }
+
+    pub(crate) fn remaining(&self) -> usize {
+        self.bytes.len() - self.offset
+    }
+
+    pub(crate) fn take(&mut self, len: usize, section: Section) -> Result<&'a [u8], Groth16Error> {
+        if self.remaining() < len {
+            return Err(Groth16Error::Truncated {
+                section,
+                offset: self.offset as u64,
+                needed: len as u64,
+            });
+        }
+        let out = &self.bytes[self.offset..self.offset + len];
+        self.offset += len;
+        Ok(out)
+    }
+
+    pub(crate) fn read_u32(&mut self, section: Section) -> Result<u32, Groth16Error> {
+        let b = self.take(4, section)?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// Reads a count and checks that the input holds that many points before touching them.
+    pub(crate) fn take_vector(&mut self, size: usize, section: Section) -> Result<(usize, &'a [u8]), Groth16Error> {
+        let count = self.read_u32(section)? as usize;
+        Ok((count, self.take(count * size, section)?))
+    }
+}

@@ -1,0 +1,266 @@
+//! Proving parameters (the SRS) in bellperson's `.params` format:
+//! the verifying key, then `h`, `l`, `a`, `b_g1` (G1) and `b_g2` (G2), each a big-endian `u32`
+//! count followed by that many uncompressed affine points. No query holds the point at infinity.
+//!
+//! Reads are checked (every point on the curve and in the prime-order subgroup) or unchecked (on
+//! the curve only, much faster, for files whose integrity is known). Decoding runs in parallel.
+//! [`MappedParameters`] memory-maps a file and decodes ranges on demand, for files too large to
+//! hold decoded twice.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cuzk_field::{G1Affine, G2Affine};
+
+use crate::codec::{
+    decode_points, write_points, CountingReader, SliceReader, Uncompressed, G1_UNCOMPRESSED,
+    G2_UNCOMPRESSED,
+};
+use crate::engine::{Bls12, Engine};
+use crate::error::{Groth16Error, Section};
+use crate::vk::VerifyingKey;
+
+/// Groth16 proving parameters.
+pub struct Parameters<E: Engine = Bls12> {
+    /// The verifying key.
+    pub vk: VerifyingKey<E>,
+    /// `τ^i·Z(τ)/δ` for `i` in `0..n-1` (n the domain size).
+    pub h: Arc<Vec<G1Affine>>,
+    /// `(β·u_i(τ) + α·v_i(τ) + w_i(τ))/δ` for every auxiliary variable.
+    pub l: Arc<Vec<G1Affine>>,
+    /// `u_i(τ)` for every variable whose A polynomial is non-zero (inputs first).
+    pub a: Arc<Vec<G1Affine>>,
+    /// `v_i(τ)` in G1 for every variable whose B polynomial is non-zero (inputs first).
+    pub b_g1: Arc<Vec<G1Affine>>,
+    /// `v_i(τ)` in G2, same variables as `b_g1`.
+    pub b_g2: Arc<Vec<G2Affine>>,
+}
+
+impl<E: Engine> Clone for Parameters<E> {
+    fn clone(&self) -> Self {
+        Self {
+            vk: self.vk.clone(),
+            h: self.h.clone(),
+            l: self.l.clone(),
+            a: self.a.clone(),
+            b_g1: self.b_g1.clone(),
+            b_g2: self.b_g2.clone(),
+        }
+    }
+}
+
+impl<E: Engine> PartialEq for Parameters<E> {
+    fn eq(&self, other: &Self) -> bool {
+        self.vk == other.vk
+            && self.h == other.h
+            && self.l == other.l
+            && self.a == other.a
+            && self.b_g1 == other.b_g1
+            && self.b_g2 == other.b_g2
+    }
+}
+
+impl<E: Engine> std::fmt::Debug for Parameters<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parameters")
+            .field("vk", &self.vk)
+            .field("h", &self.h.len())
+            .field("l", &self.l.len())
+            .field("a", &self.a.len())
+            .field("b_g1", &self.b_g1.len())
+            .field("b_g2", &self.b_g2.len())
+            .finish()
+    }
+}
+
+impl Parameters {
+    /// Size of the encoding in bytes.
+    pub fn encoded_len(&self) -> u64 {
+        let g1 = (self.h.len() + self.l.len() + self.a.len() + self.b_g1.len()) as u64;
+        self.vk.encoded_len() as u64
+            + 5 * 4
+            + g1 * G1_UNCOMPRESSED as u64
+            + self.b_g2.len() as u64 * G2_UNCOMPRESSED as u64
+    }
+
+    /// Writes the parameters in bellperson's format.
+    pub fn write<W: Write>(&self, mut writer: W) -> std::io::Result<()> {
+        self.vk.write(&mut writer)?;
+        fn section<P: Uncompressed + Sync, W: Write>(w: &mut W, v: &[P]) -> std::io::Result<()> {
+            w.write_all(&(v.len() as u32).to_be_bytes())?;
+            write_points(w, v)
+        }
+        section(&mut writer, &self.h)?;
+        section(&mut writer, &self.l)?;
+        section(&mut writer, &self.a)?;
+        section(&mut writer, &self.b_g1)?;
+        section(&mut writer, &self.b_g2)
+    }
+
+    /// Reads parameters from a stream. `checked` also checks subgroup membership of every query
+    /// point (the verifying key is always checked). Bytes after the last section are an error.
+    pub fn read<R: Read>(reader: R, checked: bool) -> Result<Self, Groth16Error> {
+        let mut r = CountingReader::new(reader);
+        let vk = VerifyingKey::read_from(&mut r)?;
+        let g1 = |r: &mut CountingReader<R>, s| -> Result<Arc<Vec<G1Affine>>, Groth16Error> {
+            let count = r.read_u32(s)? as usize;
+            Ok(Arc::new(r.read_points(count, s, checked, false)?))
+        };
+        let h = g1(&mut r, Section::H)?;
+        let l = g1(&mut r, Section::L)?;
+        let a = g1(&mut r, Section::A)?;
+        let b_g1 = g1(&mut r, Section::BG1)?;
+        let count = r.read_u32(Section::BG2)? as usize;
+        let b_g2 = Arc::new(r.read_points(count, Section::BG2, checked, false)?);
+        let extra = r.trailing_bytes()?;
+        if extra != 0 {
+            return Err(Groth16Error::TrailingBytes { extra });
+        }
+        Ok(Self { vk, h, l, a, b_g1, b_g2 })
+    }
+
+    /// Reads a parameter file through a memory map, decoding every section in parallel.
+    pub fn read_file(path: impl AsRef<Path>, checked: bool) -> Result<Self, Groth16Error> {
+        MappedParameters::open(path, checked)?.to_parameters()
+    }
+}
+
+/// A memory-mapped parameter file whose structure has been validated, decoded on demand.
+///
+/// Opening reads and checks the verifying key and every section's count against the file size;
+/// query points are decoded (checked or not, as opened) only when a range is asked for.
+pub struct MappedParameters<E: Engine = Bls12> {
+    path: PathBuf,
+    map: memmap2::Mmap,
+    /// The verifying key, decoded and checked.
+    pub vk: VerifyingKey<E>,
+    checked: bool,
+    h: Range<usize>,
+    l: Range<usize>,
+    a: Range<usize>,
+    b_g1: Range<usize>,
+    b_g2: Range<usize>,
+}
+
+impl<E: Engine> std::fmt::Debug for MappedParameters<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedParameters")
+            .field("path", &self.path)
+            .field("checked", &self.checked)
+            .field("h_bytes", &self.h.len())
+            .field("l_bytes", &self.l.len())
+            .field("a_bytes", &self.a.len())
+            .field("b_g1_bytes", &self.b_g1.len())
+            .field("b_g2_bytes", &self.b_g2.len())
+            .finish()
+    }
+}
+
+impl MappedParameters {
+    /// Maps `path` and validates its structure.
+    pub fn open(path: impl AsRef<Path>, checked: bool) -> Result<Self, Groth16Error> {
+        let path = path.as_ref().to_path_buf();
+        let file = File::open(&path)?;
+        #[allow(unsafe_code)]
+        // SAFETY: the map is read-only and private to this value. Like every reader of a file, we
+        // rely on no other process truncating or rewriting the parameter file while it is mapped
+        // (a truncation would fault on access); parameter files are immutable by convention.
+        let map = unsafe { memmap2::Mmap::map(&file)? };
+        let mut r = SliceReader::new(&map);
+        let vk = VerifyingKey::read_slice(&mut r)?;
+        let mut section = |size, s| -> Result<Range<usize>, Groth16Error> {
+            let (count, _) = r.take_vector(size, s)?;
+            let end = r.offset();
+            Ok(end - count * size..end)
+        };
+        let h = section(G1_UNCOMPRESSED, Section::H)?;
+        let l = section(G1_UNCOMPRESSED, Section::L)?;
+        let a = section(G1_UNCOMPRESSED, Section::A)?;
+        let b_g1 = section(G1_UNCOMPRESSED, Section::BG1)?;
+        let b_g2 = section(G2_UNCOMPRESSED, Section::BG2)?;
+        if r.remaining() != 0 {
+            return Err(Groth16Error::TrailingBytes { extra: r.remaining() as u64 });
+        }
+        Ok(Self { path, map, vk, checked, h, l, a, b_g1, b_g2 })
+    }
+
+    /// The mapped file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn decode<P: Uncompressed>(
+        &self,
+        bytes: &Range<usize>,
+        section: Section,
+        range: Range<usize>,
+    ) -> Result<Vec<P>, Groth16Error> {
+        let len = bytes.len() / P::SIZE;
+        if range.start > range.end || range.end > len {
+            return Err(Groth16Error::LengthMismatch {
+                what: "range into a parameter section",
+                expected: len,
+                got: range.end,
+            });
+        }
+        let slice = &self.map[bytes.start + range.start * P::SIZE..bytes.start + range.end * P::SIZE];
+        decode_points(slice, section, range.start, self.checked, false)
+    }
+
+    /// Number of `h` points.
+    pub fn h_len(&self) -> usize {
+        self.h.len() / G1_UNCOMPRESSED
+    }
+    /// Number of `l` points.
+    pub fn l_len(&self) -> usize {
+        self.l.len() / G1_UNCOMPRESSED
+    }
+    /// Number of `a` points.
+    pub fn a_len(&self) -> usize {
+        self.a.len() / G1_UNCOMPRESSED
+    }
+    /// Number of `b_g1` points.
+    pub fn b_g1_len(&self) -> usize {
+        self.b_g1.len() / G1_UNCOMPRESSED
+    }
+    /// Number of `b_g2` points.
+    pub fn b_g2_len(&self) -> usize {
+        self.b_g2.len() / G2_UNCOMPRESSED
+    }
+
+    /// Decodes `h[range]`.
+    pub fn h(&self, range: Range<usize>) -> Result<Vec<G1Affine>, Groth16Error> {
+        self.decode(&self.h, Section::H, range)
+    }
+    /// Decodes `l[range]`.
+    pub fn l(&self, range: Range<usize>) -> Result<Vec<G1Affine>, Groth16Error> {
+        self.decode(&self.l, Section::L, range)
+    }
+    /// Decodes `a[range]`.
+    pub fn a(&self, range: Range<usize>) -> Result<Vec<G1Affine>, Groth16Error> {
+        self.decode(&self.a, Section::A, range)
+    }
+    /// Decodes `b_g1[range]`.
+    pub fn b_g1(&self, range: Range<usize>) -> Result<Vec<G1Affine>, Groth16Error> {
+        self.decode(&self.b_g1, Section::BG1, range)
+    }
+    /// Decodes `b_g2[range]`.
+    pub fn b_g2(&self, range: Range<usize>) -> Result<Vec<G2Affine>, Groth16Error> {
+        self.decode(&self.b_g2, Section::BG2, range)
+    }
+
+    /// Decodes everything into in-memory [`Parameters`].
+    pub fn to_parameters(&self) -> Result<Parameters, Groth16Error> {
+        Ok(Parameters {
+            vk: self.vk.clone(),
+            h: Arc::new(self.h(0..self.h_len())?),
+            l: Arc::new(self.l(0..self.l_len())?),
+            a: Arc::new(self.a(0..self.a_len())?),
+            b_g1: Arc::new(self.b_g1(0..self.b_g1_len())?),
+            b_g2: Arc::new(self.b_g2(0..self.b_g2_len())?),
+        })
+    }
+}
