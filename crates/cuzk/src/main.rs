@@ -1,0 +1,114 @@
+//! The `cuzk` command line.
+
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::{Parser, Subcommand};
+use cuzk::circuits::PorepShaped;
+use cuzk::field::Scalar;
+use cuzk::pipeline::{CpuBackend, PartitionTiming, Prover, ProverConfig, Stage};
+use cuzk_groth16::{generate_random_parameters, prepare_verifying_key, verify_proofs_batch};
+use ff::Field;
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+
+#[derive(Parser, Debug)]
+#[command(name = "cuzk", version, about = "cuzk: a Groth16 prover for BLS12-381")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Synthesise a built-in PoRep-shaped circuit, prove it, verify it and print stage timings.
+    Bench(BenchArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct BenchArgs {
+    /// log2 of the circuit's domain size (its constraint count, rounded up).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(8..=27))]
+    log_size: u32,
+    /// Number of partitions (independent proofs of the same circuit shape) to prove.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    partitions: u64,
+    /// Seed for the circuit's values, the setup and r, s.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Bench(args) => bench(&args),
+    }
+}
+
+fn bench(args: &BenchArgs) -> anyhow::Result<()> {
+    let partitions = args.partitions as usize;
+    println!(
+        "cuzk bench: PoRep-shaped circuit, 2^{} domain, {} partition(s), backend cpu ({} threads)",
+        args.log_size,
+        partitions,
+        rayon::current_num_threads()
+    );
+    let mut rng = ChaCha20Rng::seed_from_u64(args.seed);
+    let circuits: Vec<PorepShaped> =
+        (0..partitions).map(|i| PorepShaped::new(args.log_size, args.seed + i as u64)).collect();
+
+    let start = Instant::now();
+    let params = generate_random_parameters(circuits[0].clone(), &mut rng).context("setup")?;
+    println!("setup (test parameters): {:.3} s", start.elapsed().as_secs_f64());
+
+    let inputs: Vec<Vec<Scalar>> = circuits.iter().map(|c| c.public_inputs()).collect();
+    let r: Vec<Scalar> = (0..partitions).map(|_| Scalar::random(&mut rng)).collect();
+    let s: Vec<Scalar> = (0..partitions).map(|_| Scalar::random(&mut rng)).collect();
+
+    let start = Instant::now();
+    let assignments = circuits
+        .into_iter()
+        .map(cuzk_groth16::synthesize)
+        .collect::<Result<Vec<_>, _>>()
+        .context("synthesis")?;
+    let synth = start.elapsed();
+    println!(
+        "synthesis: {:.3} s ({} constraints, {} private variables per partition)",
+        synth.as_secs_f64(),
+        assignments[0].num_constraints(),
+        assignments[0].aux.len()
+    );
+
+    let prover = Prover::new(CpuBackend, ProverConfig::default());
+    let start = Instant::now();
+    let results = prover.prove_batch(&params, assignments, &r, &s, 0).context("proving")?;
+    let prove = start.elapsed();
+
+    print_table(&results.iter().map(|(_, t)| t.clone()).collect::<Vec<_>>());
+    println!(
+        "prove: {:.3} s for {} partition(s), {:.3} s per partition",
+        prove.as_secs_f64(),
+        partitions,
+        prove.as_secs_f64() / partitions as f64
+    );
+
+    let pvk = prepare_verifying_key(&params.vk);
+    let proofs: Vec<_> = results.iter().map(|(p, _)| p).collect();
+    let start = Instant::now();
+    let ok = verify_proofs_batch(&pvk, &mut rng, &proofs, &inputs).context("verification")?;
+    println!("verify: {} in {:.3} s", if ok { "ok" } else { "FAILED" }, start.elapsed().as_secs_f64());
+    if !ok {
+        bail!("the proofs do not verify");
+    }
+    Ok(())
+}
+
+fn print_table(timings: &[PartitionTiming]) {
+    println!("{:<14} {:>12} {:>8}", "stage", "ms/partition", "share");
+    let total: f64 = timings.iter().map(|t| t.total().as_secs_f64()).sum::<f64>() / timings.len() as f64;
+    for stage in Stage::ALL {
+        let ms = timings.iter().map(|t| t.get(stage).as_secs_f64()).sum::<f64>() / timings.len() as f64;
+        println!("{:<14} {:>12.2} {:>7.1}%", stage.name(), ms * 1e3, 100.0 * ms / total);
+    }
+    println!("{:<14} {:>12.2} {:>7.1}%", "total", total * 1e3, 100.0);
+}

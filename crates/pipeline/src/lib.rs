@@ -1,0 +1,45 @@
+//! The cuzk partition prover.
+//!
+//! One Groth16 proof ("partition") is computed as the stages of the design, each inside a
+//! `tracing` span named after it with fields `job`, `partition`, `worker` and `device`:
+//!
+//! | stage | what it does |
+//! |---|---|
+//! | `validate` | the assignment's shape against the parameters; every constraint holds |
+//! | `split_vectors` | sort each query's scalars into zero / one / other |
+//! | `prep_msm` | gather the bases of the "other" scalars for the tail MSMs |
+//! | `ntt_h` | H = (a·b − c)/Z: iNTT, coset NTT, pointwise, coset iNTT |
+//! | `msm_h` | Σ hᵢ·Hᵢ |
+//! | `batch_add` | sums of the bases whose scalar is one (A, B₁, B₂, L) |
+//! | `tail_msm` | MSMs of L, A, B₁ (G1) and B₂ (G2) over the other scalars |
+//! | `epilogue` | A = α + ΣA + rδ; B = β + ΣB + sδ; C = H + L + s·A + r·B₁ − rs·δ |
+//!
+//! The heavy stages go through a [`Backend`]; [`CpuBackend`] runs them on the host. Every
+//! [`Prover::prove`] returns the proof and a [`PartitionTiming`]. Configuration is a value
+//! ([`ProverConfig`]); this crate reads no environment variables or files.
+
+mod backend;
+mod prover;
+pub mod split;
+mod stage;
+
+pub use backend::{Backend, CpuBackend};
+pub use prover::{JobContext, Prover, ProverConfig};
+pub use stage::{PartitionTiming, Stage};
+
+/// Errors of the partition prover.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    /// The assignment or the parameters are malformed, or do not belong together.
+    #[error(transparent)]
+    Groth16(#[from] cuzk_groth16::Groth16Error),
+    /// The NTT rejected its input.
+    #[error("ntt: {0}")]
+    Ntt(#[from] cuzk_ntt::NttError),
+    /// An MSM rejected its input.
+    #[error("msm: {0}")]
+    Msm(#[from] cuzk_msm::MsmError),
+    /// The batch's vectors of assignments, r and s differ in length.
+    #[error("batch of {assignments} assignments with {rs} values of r and {ss} of s")]
+    BatchShape { assignments: usize, rs: usize, ss: usize },
+}

@@ -1,0 +1,276 @@
+//! The partition prover over a backend.
+
+use std::time::Instant;
+
+use cuzk_field::{Domain, G1Projective, G2Projective, Scalar};
+use cuzk_groth16::{Groth16Error, Parameters, Proof, ProvingAssignment};
+use group::{prime::PrimeCurveAffine, Curve};
+use tracing::Span;
+
+use crate::backend::Backend;
+use crate::split::{gather, split_query, Segment, SplitQuery};
+use crate::stage::{PartitionTiming, Stage};
+use crate::PipelineError;
+
+/// How the prover behaves; passed in explicitly.
+#[derive(Clone, Debug)]
+pub struct ProverConfig {
+    /// Check that every constraint holds before proving (an unsatisfied circuit gives an error
+    /// instead of a proof that does not verify). On by default; costs one pass over a, b, c.
+    pub check_satisfied: bool,
+}
+
+impl Default for ProverConfig {
+    fn default() -> Self {
+        Self { check_satisfied: true }
+    }
+}
+
+/// Who a partition belongs to, for spans and summaries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobContext {
+    /// The job (one proof request, possibly many partitions).
+    pub job: u64,
+    /// The worker proving it.
+    pub worker: u64,
+}
+
+/// The partition prover.
+#[derive(Clone, Debug, Default)]
+pub struct Prover<B> {
+    backend: B,
+    config: ProverConfig,
+}
+
+fn stage_span(stage: Stage, ctx: JobContext, partition: usize, device: &str) -> Span {
+    let (job, worker, partition) = (ctx.job, ctx.worker, partition as u64);
+    match stage {
+        Stage::Validate => tracing::info_span!("validate", job, partition, worker, device),
+        Stage::SplitVectors => tracing::info_span!("split_vectors", job, partition, worker, device),
+        Stage::PrepMsm => tracing::info_span!("prep_msm", job, partition, worker, device),
+        Stage::NttH => tracing::info_span!("ntt_h", job, partition, worker, device),
+        Stage::MsmH => tracing::info_span!("msm_h", job, partition, worker, device),
+        Stage::BatchAdd => tracing::info_span!("batch_add", job, partition, worker, device),
+        Stage::TailMsm => tracing::info_span!("tail_msm", job, partition, worker, device),
+        Stage::Epilogue => tracing::info_span!("epilogue", job, partition, worker, device),
+    }
+}
+
+/// Runs one stage inside its span and adds its duration to `timing`.
+fn run_stage<T>(
+    stage: Stage,
+    ctx: JobContext,
+    device: &str,
+    timing: &mut PartitionTiming,
+    f: impl FnOnce() -> Result<T, PipelineError>,
+) -> Result<T, PipelineError> {
+    let span = stage_span(stage, ctx, timing.partition, device);
+    let _entered = span.enter();
+    let start = Instant::now();
+    let out = f();
+    timing.add(stage, start.elapsed());
+    out
+}
+
+/// Checks that `assignment` fits `params` (every count the prover relies on).
+fn validate(params: &Parameters, a: &ProvingAssignment, domain: &Domain) -> Result<(), Groth16Error> {
+    a.check_shape()?;
+    let mismatch = |what: &str, expected: usize, got: usize| {
+        Groth16Error::ParameterMismatch(format!("{what}: the parameters have {expected}, the circuit needs {got}"))
+    };
+    if a.input.len() != params.vk.ic.len() {
+        return Err(Groth16Error::WrongInputCount {
+            expected: params.vk.ic.len().saturating_sub(1),
+            got: a.input.len().saturating_sub(1),
+        });
+    }
+    if params.h.len() != domain.n() - 1 {
+        return Err(mismatch("h points (domain size − 1)", params.h.len(), domain.n() - 1));
+    }
+    if params.l.len() != a.aux.len() {
+        return Err(mismatch("l points (private variables)", params.l.len(), a.aux.len()));
+    }
+    let a_len = a.input.len() + a.a_aux_density.count_ones();
+    if params.a.len() != a_len {
+        return Err(mismatch("a points", params.a.len(), a_len));
+    }
+    let b_len = a.b_input_density.count_ones() + a.b_aux_density.count_ones();
+    if params.b_g1.len() != b_len {
+        return Err(mismatch("b_g1 points", params.b_g1.len(), b_len));
+    }
+    if params.b_g2.len() != b_len {
+        return Err(mismatch("b_g2 points", params.b_g2.len(), b_len));
+    }
+    if bool::from(params.vk.delta_g1.is_identity() | params.vk.delta_g2.is_identity()) {
+        return Err(Groth16Error::UnexpectedIdentity);
+    }
+    Ok(())
+}
+
+/// The three split queries of a partition.
+struct Splits {
+    l: SplitQuery,
+    a: SplitQuery,
+    b: SplitQuery,
+}
+
+impl<B: Backend> Prover<B> {
+    /// A prover over `backend`.
+    pub fn new(backend: B, config: ProverConfig) -> Self {
+        Self { backend, config }
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// Proves one partition with the given `r` and `s`.
+    pub fn prove(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+        r: Scalar,
+        s: Scalar,
+        ctx: JobContext,
+        partition: usize,
+    ) -> Result<(Proof, PartitionTiming), PipelineError> {
+        let device = self.backend.device();
+        let _partition_span = tracing::info_span!(
+            "partition",
+            job = ctx.job,
+            partition = partition as u64,
+            worker = ctx.worker,
+            device
+        )
+        .entered();
+        let mut t = PartitionTiming { partition, ..Default::default() };
+        let mut asg = assignment;
+
+        let domain = run_stage(Stage::Validate, ctx, device, &mut t, || {
+            let domain = Domain::for_size(asg.num_constraints())
+                .map_err(|_| Groth16Error::DomainTooLarge { log_n: asg.num_constraints().next_power_of_two().trailing_zeros() })?;
+            validate(params, &asg, &domain)?;
+            if self.config.check_satisfied {
+                asg.check_satisfied()?;
+            }
+            Ok(domain)
+        })?;
+
+        let splits = run_stage(Stage::SplitVectors, ctx, device, &mut t, || {
+            let (input, aux) = (&asg.input, &asg.aux);
+            let (l, (a, b)) = rayon::join(
+                || split_query(&[Segment { values: aux, density: None }]),
+                || {
+                    rayon::join(
+                        || {
+                            split_query(&[
+                                Segment { values: input, density: None },
+                                Segment { values: aux, density: Some(&asg.a_aux_density) },
+                            ])
+                        },
+                        || {
+                            split_query(&[
+                                Segment { values: input, density: Some(&asg.b_input_density) },
+                                Segment { values: aux, density: Some(&asg.b_aux_density) },
+                            ])
+                        },
+                    )
+                },
+            );
+            Ok(Splits { l, a, b })
+        })?;
+
+        let (l_bases, a_bases, b1_bases, b2_bases) = run_stage(Stage::PrepMsm, ctx, device, &mut t, || {
+            Ok((
+                gather(&params.l, &splits.l.other_bases),
+                gather(&params.a, &splits.a.other_bases),
+                gather(&params.b_g1, &splits.b.other_bases),
+                gather(&params.b_g2, &splits.b.other_bases),
+            ))
+        })?;
+
+        let h = run_stage(Stage::NttH, ctx, device, &mut t, || {
+            let n = domain.n();
+            let mut a = std::mem::take(&mut asg.a);
+            let mut b = std::mem::take(&mut asg.b);
+            let mut c = std::mem::take(&mut asg.c);
+            for v in [&mut a, &mut b, &mut c] {
+                v.resize(n, Scalar::from(0u64));
+            }
+            self.backend.ntt_h(&domain, &mut a, &mut b, &mut c)?;
+            a.truncate(n - 1);
+            Ok(a)
+        })?;
+
+        let h_sum = run_stage(Stage::MsmH, ctx, device, &mut t, || self.backend.msm_g1(&params.h, &h))?;
+        drop(h);
+
+        let (l_ones, a_ones, b1_ones, b2_ones) = run_stage(Stage::BatchAdd, ctx, device, &mut t, || {
+            Ok((
+                self.backend.batch_add_g1(&params.l, &splits.l.ones)?,
+                self.backend.batch_add_g1(&params.a, &splits.a.ones)?,
+                self.backend.batch_add_g1(&params.b_g1, &splits.b.ones)?,
+                self.backend.batch_add_g2(&params.b_g2, &splits.b.ones)?,
+            ))
+        })?;
+
+        let (l_sum, a_sum, b1_sum, b2_sum) = run_stage(Stage::TailMsm, ctx, device, &mut t, || {
+            Ok((
+                l_ones + self.backend.msm_g1(&l_bases, &splits.l.other_scalars)?,
+                a_ones + self.backend.msm_g1(&a_bases, &splits.a.other_scalars)?,
+                b1_ones + self.backend.msm_g1(&b1_bases, &splits.b.other_scalars)?,
+                b2_ones + self.backend.msm_g2(&b2_bases, &splits.b.other_scalars)?,
+            ))
+        })?;
+
+        let proof = run_stage(Stage::Epilogue, ctx, device, &mut t, || {
+            Ok(epilogue(params, EpilogueSums { h: h_sum, l: l_sum, a: a_sum, b1: b1_sum, b2: b2_sum }, r, s))
+        })?;
+        tracing::debug!(summary = %t, "partition proved");
+        Ok((proof, t))
+    }
+
+    /// Proves a batch of partitions of one circuit (one job), with one `r` and `s` each.
+    pub fn prove_batch(
+        &self,
+        params: &Parameters,
+        assignments: Vec<ProvingAssignment>,
+        r: &[Scalar],
+        s: &[Scalar],
+        job: u64,
+    ) -> Result<Vec<(Proof, PartitionTiming)>, PipelineError> {
+        if assignments.len() != r.len() || assignments.len() != s.len() {
+            return Err(PipelineError::BatchShape { assignments: assignments.len(), rs: r.len(), ss: s.len() });
+        }
+        let ctx = JobContext { job, worker: 0 };
+        assignments
+            .into_iter()
+            .zip(r.iter().zip(s))
+            .enumerate()
+            .map(|(i, (asg, (r, s)))| self.prove(params, asg, *r, *s, ctx, i))
+            .collect()
+    }
+}
+
+/// The query sums a proof is assembled from.
+struct EpilogueSums {
+    h: G1Projective,
+    l: G1Projective,
+    a: G1Projective,
+    b1: G1Projective,
+    b2: G2Projective,
+}
+
+/// A = α + ΣA + r·δ₁; B = β₂ + ΣB₂ + s·δ₂; C = H + L + s·A + r·(β₁ + ΣB₁ + s·δ₁) − rs·δ₁.
+fn epilogue(params: &Parameters, sums: EpilogueSums, r: Scalar, s: Scalar) -> Proof {
+    let vk = &params.vk;
+    let delta_g1 = G1Projective::from(vk.delta_g1);
+    let a = G1Projective::from(vk.alpha_g1) + sums.a + delta_g1 * r;
+    let b = G2Projective::from(vk.beta_g2) + sums.b2 + G2Projective::from(vk.delta_g2) * s;
+    let b1 = G1Projective::from(vk.beta_g1) + sums.b1 + delta_g1 * s;
+    let c = sums.h + sums.l + a * s + b1 * r - delta_g1 * (r * s);
+    let mut affine = [Default::default(); 2];
+    G1Projective::batch_normalize(&[a, c], &mut affine);
+    Proof::new(affine[0], b.to_affine(), affine[1])
+}
