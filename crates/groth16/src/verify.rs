@@ -57,6 +57,10 @@ fn input_sum<E: Engine>(
             got: inputs.len(),
         });
     }
+    if inputs.is_empty() {
+        // blst's multi-exponentiation indexes its first point: never call it on nothing.
+        return Ok(pvk.ic[0]);
+    }
     Ok(pvk.ic[0] + G1Projective::multi_exp(&pvk.ic[1..], inputs))
 }
 

@@ -43,3 +43,14 @@ pub enum PipelineError {
     #[error("batch of {assignments} assignments with {rs} values of r and {ss} of s")]
     BatchShape { assignments: usize, rs: usize, ss: usize },
 }
+
+/// So that code written for bellperson (`create_proof(...)?` in a function returning
+/// `SynthesisError`) keeps compiling.
+impl From<PipelineError> for cuzk_groth16::SynthesisError {
+    fn from(e: PipelineError) -> Self {
+        match e {
+            PipelineError::Groth16(e) => e.into(),
+            other => cuzk_groth16::SynthesisError::IoError(std::io::Error::other(other)),
+        }
+    }
+}
