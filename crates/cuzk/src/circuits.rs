@@ -247,3 +247,102 @@ mod tests {
         }
     }
 }
+
+/// One of the built-in circuits, named by a spec string (for golden files and benchmarks):
+/// `squaring_chain:X:STEPS`, `with_inputs:K`, `porep_shaped:LOG_SIZE:SEED`,
+/// `unused_variables:X:Y:IDLE`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BuiltIn {
+    /// [`SquaringChain`] from `x` with `steps` squarings.
+    SquaringChain { x: u64, steps: usize },
+    /// [`WithInputs`] with inputs `1000·i + 7` for `i` in `1..=k`.
+    WithInputs { k: usize },
+    /// [`PorepShaped`].
+    PorepShaped { log_size: u32, seed: u64 },
+    /// [`UnusedVariables`].
+    UnusedVariables { x: u64, y: u64, idle: u64 },
+}
+
+/// A spec string that names no built-in circuit.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown circuit spec {0:?}: expected squaring_chain:X:STEPS, with_inputs:K, porep_shaped:LOG:SEED or unused_variables:X:Y:IDLE")]
+pub struct UnknownCircuit(String);
+
+impl std::str::FromStr for BuiltIn {
+    type Err = UnknownCircuit;
+
+    fn from_str(spec: &str) -> Result<Self, UnknownCircuit> {
+        let err = || UnknownCircuit(spec.to_string());
+        let parts: Vec<&str> = spec.split(':').collect();
+        let num = |i: usize| -> Result<u64, UnknownCircuit> {
+            parts.get(i).and_then(|p| p.parse().ok()).ok_or_else(err)
+        };
+        let circuit = match (parts[0], parts.len()) {
+            ("squaring_chain", 3) => BuiltIn::SquaringChain { x: num(1)?, steps: num(2)? as usize },
+            ("with_inputs", 2) => BuiltIn::WithInputs { k: num(1)?.max(1) as usize },
+            ("porep_shaped", 3) => {
+                BuiltIn::PorepShaped { log_size: num(1)?.clamp(8, 32) as u32, seed: num(2)? }
+            }
+            ("unused_variables", 4) => BuiltIn::UnusedVariables { x: num(1)?, y: num(2)?, idle: num(3)? },
+            _ => return Err(err()),
+        };
+        Ok(circuit)
+    }
+}
+
+impl std::fmt::Display for BuiltIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BuiltIn::SquaringChain { x, steps } => write!(f, "squaring_chain:{x}:{steps}"),
+            BuiltIn::WithInputs { k } => write!(f, "with_inputs:{k}"),
+            BuiltIn::PorepShaped { log_size, seed } => write!(f, "porep_shaped:{log_size}:{seed}"),
+            BuiltIn::UnusedVariables { x, y, idle } => write!(f, "unused_variables:{x}:{y}:{idle}"),
+        }
+    }
+}
+
+impl BuiltIn {
+    fn with_inputs(k: usize) -> WithInputs {
+        WithInputs::new((1..=k as u64).map(|i| Scalar::from(i * 1000 + 7)).collect())
+    }
+
+    /// The public inputs a proof of this circuit verifies against.
+    pub fn public_inputs(&self) -> Vec<Scalar> {
+        match *self {
+            BuiltIn::SquaringChain { x, steps } => SquaringChain::new(x.into(), steps).public_inputs(),
+            BuiltIn::WithInputs { k } => Self::with_inputs(k).public_inputs(),
+            BuiltIn::PorepShaped { log_size, seed } => PorepShaped::new(log_size, seed).public_inputs(),
+            BuiltIn::UnusedVariables { x, y, idle } => {
+                UnusedVariables::new(x.into(), y.into(), idle.into()).public_inputs()
+            }
+        }
+    }
+}
+
+impl Circuit<Scalar> for BuiltIn {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        match self {
+            BuiltIn::SquaringChain { x, steps } => SquaringChain::new(x.into(), steps).synthesize(cs),
+            BuiltIn::WithInputs { k } => Self::with_inputs(k).synthesize(cs),
+            BuiltIn::PorepShaped { log_size, seed } => PorepShaped::new(log_size, seed).synthesize(cs),
+            BuiltIn::UnusedVariables { x, y, idle } => {
+                UnusedVariables::new(x.into(), y.into(), idle.into()).synthesize(cs)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod spec_tests {
+    use super::*;
+
+    #[test]
+    fn specs_round_trip() {
+        for spec in ["squaring_chain:3:40", "with_inputs:9", "porep_shaped:10:3", "unused_variables:5:11:99"] {
+            assert_eq!(spec.parse::<BuiltIn>().unwrap().to_string(), spec);
+        }
+        for bad in ["", "squaring_chain", "squaring_chain:x:1", "nope:1", "with_inputs:1:2"] {
+            assert!(bad.parse::<BuiltIn>().is_err(), "{bad}");
+        }
+    }
+}

@@ -19,6 +19,7 @@
 //! ```
 
 pub mod circuits;
+pub mod golden;
 mod prove;
 
 pub use cuzk_field as field;
