@@ -12,7 +12,7 @@
 use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use cuzk_field::{Domain, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::{BatchInvert, Field};
-use group::{prime::PrimeCurveAffine, Curve, Group, Wnaf};
+use group::{prime::PrimeCurveAffine, Curve, Group};
 use rand_core::RngCore;
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -188,18 +188,52 @@ fn eval_at(lagrange: &[Scalar], terms: &[(Scalar, usize)]) -> Scalar {
     terms.iter().map(|(coeff, j)| *coeff * lagrange[*j]).sum()
 }
 
+/// Bits per window of the fixed-base comb.
+const COMB_BITS: usize = 8;
+
 /// Fixed-base multiplication of one generator by many scalars, in parallel, to affine.
+///
+/// A comb: `table[w][j] = j·2^(8w)·G` for the 32 windows of a 256-bit scalar, so each product is
+/// at most 32 mixed additions and no doublings (about 5× fewer group operations than wNAF). The
+/// table is 8192 affine points (768 KiB in G1), built once per generator.
 fn fixed_base<G>(base: G, scalars: &[Scalar]) -> Vec<G::AffineRepr>
 where
-    G: group::WnafGroup + Curve<AffineRepr: Send + Default + Copy> + Group<Scalar = Scalar> + Send + Sync,
+    G: Curve<AffineRepr: Send + Sync + Default + Copy> + Group<Scalar = Scalar> + Send + Sync,
+    G: for<'a> std::ops::AddAssign<&'a G::AffineRepr>,
 {
-    let mut wnaf = Wnaf::new();
-    let wnaf = wnaf.base(base, scalars.len().max(1));
+    let windows = 256usize.div_ceil(COMB_BITS);
+    let table: Vec<Vec<G::AffineRepr>> = (0..windows)
+        .into_par_iter()
+        .map(|w| {
+            let step = (0..w * COMB_BITS).fold(base, |acc, _| acc.double());
+            let mut proj = Vec::with_capacity(1 << COMB_BITS);
+            let mut acc = G::identity();
+            for _ in 0..1usize << COMB_BITS {
+                proj.push(acc);
+                acc += step;
+            }
+            let mut affine = vec![G::AffineRepr::default(); proj.len()];
+            G::batch_normalize(&proj, &mut affine);
+            affine
+        })
+        .collect();
     let mut out = vec![G::AffineRepr::default(); scalars.len()];
     out.par_chunks_mut(1024).zip(scalars.par_chunks(1024)).for_each(|(out, scalars)| {
-        let mut wnaf = wnaf.shared();
-        let proj: Vec<G> =
-            scalars.iter().map(|s| if bool::from(s.is_zero()) { G::identity() } else { wnaf.scalar(s) }).collect();
+        let proj: Vec<G> = scalars
+            .iter()
+            .map(|s| {
+                let bytes = s.to_bytes_le();
+                let mut acc = G::identity();
+                for (w, window) in table.iter().enumerate() {
+                    // COMB_BITS = 8: window w is byte w.
+                    let digit = bytes[w] as usize;
+                    if digit != 0 {
+                        acc += &window[digit];
+                    }
+                }
+                acc
+            })
+            .collect();
         G::batch_normalize(&proj, out);
     });
     out
