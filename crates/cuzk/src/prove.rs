@@ -2,7 +2,7 @@
 
 use bellpepper_core::Circuit;
 use cuzk_field::Scalar;
-use cuzk_groth16::{synthesize, Parameters, Proof, ProvingAssignment};
+use cuzk_groth16::{synthesize, ParameterSource, Parameters, Proof, ProvingAssignment};
 use cuzk_pipeline::{Backend, CpuBackend, PartitionTiming, Prover, ProverConfig};
 use ff::Field;
 use rand_core::RngCore;
@@ -12,9 +12,9 @@ use rayon::prelude::*;
 pub type ProveError = cuzk_pipeline::PipelineError;
 
 /// Proves `circuit` with the given randomness `r` and `s` (bellperson's `create_proof`).
-pub fn create_proof<C: Circuit<Scalar> + Send>(
+pub fn create_proof<P: ParameterSource, C: Circuit<Scalar> + Send>(
     circuit: C,
-    params: &Parameters,
+    params: P,
     r: Scalar,
     s: Scalar,
 ) -> Result<Proof, ProveError> {
@@ -22,29 +22,30 @@ pub fn create_proof<C: Circuit<Scalar> + Send>(
 }
 
 /// Proves `circuit` with `r` and `s` drawn from `rng` (r first, as bellperson draws them).
-pub fn create_random_proof<C: Circuit<Scalar> + Send, R: RngCore>(
+pub fn create_random_proof<P: ParameterSource, C: Circuit<Scalar> + Send, R: RngCore>(
     circuit: C,
-    params: &Parameters,
+    params: P,
     rng: &mut R,
 ) -> Result<Proof, ProveError> {
     Ok(create_random_proof_batch(vec![circuit], params, rng)?.remove(0))
 }
 
 /// Proves several circuits of the same shape, one `r` and `s` each.
-pub fn create_proof_batch<C: Circuit<Scalar> + Send>(
+pub fn create_proof_batch<P: ParameterSource, C: Circuit<Scalar> + Send>(
     circuits: Vec<C>,
-    params: &Parameters,
+    params: P,
     r: Vec<Scalar>,
     s: Vec<Scalar>,
 ) -> Result<Vec<Proof>, ProveError> {
     let prover = Prover::new(CpuBackend, ProverConfig::default());
-    Ok(create_proof_batch_with(&prover, circuits, params, &r, &s, 0)?.into_iter().map(|(p, _)| p).collect())
+    let params = params.parameters()?;
+    Ok(create_proof_batch_with(&prover, circuits, &params, &r, &s, 0)?.into_iter().map(|(p, _)| p).collect())
 }
 
 /// Proves several circuits with `r`s then `s`s drawn from `rng`, as bellperson draws them.
-pub fn create_random_proof_batch<C: Circuit<Scalar> + Send, R: RngCore>(
+pub fn create_random_proof_batch<P: ParameterSource, C: Circuit<Scalar> + Send, R: RngCore>(
     circuits: Vec<C>,
-    params: &Parameters,
+    params: P,
     rng: &mut R,
 ) -> Result<Vec<Proof>, ProveError> {
     let r: Vec<Scalar> = circuits.iter().map(|_| Scalar::random(&mut *rng)).collect();

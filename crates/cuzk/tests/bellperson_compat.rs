@@ -36,7 +36,14 @@ fn check<C: Circuit<Scalar> + Clone + Send>(circuit: C, public_inputs: &[Scalar]
     let r = Scalar::random(&mut rng);
     let s = Scalar::random(&mut rng);
     let bp_proof = bp::create_proof::<Bls12, _, _>(circuit.clone(), &bp_params, r, s).unwrap();
-    let our_proof = cz::create_proof(circuit, &params, r, s).unwrap();
+    let our_proof = cz::create_proof(circuit.clone(), &params, r, s).unwrap();
+
+    // The same proof from the memory-mapped file (bellperson's MappedParameters path).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("circuit.params");
+    std::fs::write(&path, &bp_bytes).unwrap();
+    let mapped = cz::Parameters::build_mapped_parameters(path, false).unwrap();
+    assert_eq!(cz::create_proof(circuit, &mapped, r, s).unwrap(), our_proof);
     let mut bp_proof_bytes = Vec::new();
     bp_proof.write(&mut bp_proof_bytes).unwrap();
     let our_proof_bytes = our_proof.to_bytes();

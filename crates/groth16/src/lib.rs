@@ -24,7 +24,7 @@ mod vk;
 pub use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 pub use engine::{Bls12, Engine};
 pub use error::{Groth16Error, Section};
-pub use params::{MappedParameters, Parameters};
+pub use params::{MappedParameters, ParameterSource, Parameters};
 pub use proof::Proof;
 pub use setup::{generate_parameters, generate_parameters_with, generate_random_parameters, ToxicWaste};
 pub use synthesis::{synthesize, ProvingAssignment};

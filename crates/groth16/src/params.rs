@@ -122,6 +122,11 @@ impl Parameters {
         Ok(Self { vk, h, l, a, b_g1, b_g2 })
     }
 
+    /// bellperson's name for [`MappedParameters::open`].
+    pub fn build_mapped_parameters(path: PathBuf, checked: bool) -> Result<MappedParameters, Groth16Error> {
+        MappedParameters::open(path, checked)
+    }
+
     /// Reads a parameter file through a memory map, decoding every section in parallel.
     pub fn read_file(path: impl AsRef<Path>, checked: bool) -> Result<Self, Groth16Error> {
         MappedParameters::open(path, checked)?.to_parameters()
@@ -262,5 +267,30 @@ impl MappedParameters {
             b_g1: Arc::new(self.b_g1(0..self.b_g1_len())?),
             b_g2: Arc::new(self.b_g2(0..self.b_g2_len())?),
         })
+    }
+}
+
+/// Where the prover gets its parameters: decoded in memory, or a mapped file decoded on use
+/// (bellperson's `ParameterSource`, for the two kinds it has).
+pub trait ParameterSource {
+    /// The parameters, borrowed when they are already decoded.
+    fn parameters(&self) -> Result<std::borrow::Cow<'_, Parameters>, Groth16Error>;
+}
+
+impl ParameterSource for Parameters {
+    fn parameters(&self) -> Result<std::borrow::Cow<'_, Parameters>, Groth16Error> {
+        Ok(std::borrow::Cow::Borrowed(self))
+    }
+}
+
+impl ParameterSource for MappedParameters {
+    fn parameters(&self) -> Result<std::borrow::Cow<'_, Parameters>, Groth16Error> {
+        Ok(std::borrow::Cow::Owned(self.to_parameters()?))
+    }
+}
+
+impl<T: ParameterSource + ?Sized> ParameterSource for &T {
+    fn parameters(&self) -> Result<std::borrow::Cow<'_, Parameters>, Groth16Error> {
+        (**self).parameters()
     }
 }
