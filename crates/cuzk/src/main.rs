@@ -36,6 +36,13 @@ struct BenchArgs {
     /// Seed for the circuit's values, the setup and r, s.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Write the stage timeline as Chrome trace JSON (opens in Perfetto; replayable by the
+    /// interlock simulator).
+    #[arg(long, value_name = "FILE.json")]
+    timeline: Option<std::path::PathBuf>,
+    /// Write an SVG waterfall of the stages (one lane per worker).
+    #[arg(long, value_name = "FILE.svg")]
+    waterfall: Option<std::path::PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -46,6 +53,12 @@ fn main() -> anyhow::Result<()> {
 }
 
 fn bench(args: &BenchArgs) -> anyhow::Result<()> {
+    use tracing_subscriber::prelude::*;
+    let (recorder, telemetry) = cuzk_telemetry::Recorder::new();
+    tracing_subscriber::registry()
+        .with(recorder)
+        .with(tracing_subscriber::fmt::layer().with_filter(tracing_subscriber::EnvFilter::from_env("CUZK_LOG")))
+        .init();
     let partitions = args.partitions as usize;
     println!(
         "cuzk bench: PoRep-shaped circuit, 2^{} domain, {} partition(s), backend cpu ({} threads)",
@@ -91,6 +104,19 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         partitions,
         prove.as_secs_f64() / partitions as f64
     );
+
+    let timeline = telemetry.snapshot();
+    for line in timeline.partition_summaries() {
+        println!("{line}");
+    }
+    if let Some(path) = &args.timeline {
+        std::fs::write(path, timeline.to_chrome_trace_string()).with_context(|| format!("writing {}", path.display()))?;
+        println!("timeline: {}", path.display());
+    }
+    if let Some(path) = &args.waterfall {
+        std::fs::write(path, timeline.to_svg_waterfall()).with_context(|| format!("writing {}", path.display()))?;
+        println!("waterfall: {}", path.display());
+    }
 
     let pvk = prepare_verifying_key(&params.vk);
     let proofs: Vec<_> = results.iter().map(|(p, _)| p).collect();
