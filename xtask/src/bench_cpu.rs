@@ -39,11 +39,17 @@ pub fn run(sh: &Shell, args: &[String]) -> anyhow::Result<()> {
         bail!("--sizes must be within 8..24");
     }
 
-    cmd!(sh, "cargo build --release --locked -p xtask --bin cpu-prove").run()?;
+    cmd!(
+        sh,
+        "cargo build --release --locked -p xtask --bin cpu-prove"
+    )
+    .run()?;
     let exe = project_root().join("target/release/cpu-prove");
     let cache = project_root().join("target/bench-params");
     std::fs::create_dir_all(&cache)?;
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
 
     let mut rows = Vec::new();
     for log_size in lo..=hi {
@@ -56,7 +62,8 @@ pub fn run(sh: &Shell, args: &[String]) -> anyhow::Result<()> {
         let mut results = Vec::new();
         for prover in ["bellperson", "cuzk"] {
             let out = cmd!(sh, "{exe} prove {prover} {log} {params} {runs}").read()?;
-            let run: Run = serde_json::from_str(&out).with_context(|| format!("output of cpu-prove: {out}"))?;
+            let run: Run = serde_json::from_str(&out)
+                .with_context(|| format!("output of cpu-prove: {out}"))?;
             println!(
                 "2^{log} {prover:<10} median {:.3} s  peak {} MiB  runs {:?}",
                 median(&run.times_s),
@@ -98,7 +105,10 @@ pub fn run(sh: &Shell, args: &[String]) -> anyhow::Result<()> {
 pub fn write_section(name: &str, body: &str) -> anyhow::Result<()> {
     let path = project_root().join("docs/benchmarks.md");
     let text = std::fs::read_to_string(&path).unwrap_or_default();
-    let (start, end) = (format!("<!-- {name}:start -->"), format!("<!-- {name}:end -->"));
+    let (start, end) = (
+        format!("<!-- {name}:start -->"),
+        format!("<!-- {name}:end -->"),
+    );
     let block = format!("{start}\n{body}{end}");
     let new = match (text.find(&start), text.find(&end)) {
         (Some(a), Some(b)) if a < b => format!("{}{}{}", &text[..a], block, &text[b + end.len()..]),

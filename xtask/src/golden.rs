@@ -23,7 +23,11 @@ pub fn check(_sh: &Shell) -> anyhow::Result<()> {
     let checked = cuzk::golden::check_all(&dir).with_context(|| {
         format!("golden check failed in {}; if the change is intended, run `cargo xtask golden --bless`", dir.display())
     })?;
-    println!("golden: {} cases reproduced byte for byte: {}", checked.len(), checked.join(", "));
+    println!(
+        "golden: {} cases reproduced byte for byte: {}",
+        checked.len(),
+        checked.join(", ")
+    );
     Ok(())
 }
 
@@ -35,7 +39,10 @@ fn bless() -> anyhow::Result<()> {
     for (i, (name, spec)) in CASES.iter().enumerate() {
         let circuit: BuiltIn = spec.parse()?;
         let mut rng = ChaCha20Rng::seed_from_u64(1000 + i as u64);
-        let params = bellperson::groth16::generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng)?;
+        let params = bellperson::groth16::generate_random_parameters::<Bls12, _, _>(
+            circuit.clone(),
+            &mut rng,
+        )?;
         let params_file = format!("{name}.params");
         let mut bytes = Vec::new();
         params.write(&mut bytes)?;
@@ -54,7 +61,13 @@ fn bless() -> anyhow::Result<()> {
             proof: hex::encode(proof_bytes),
         });
     }
-    let manifest = Manifest { generator: "bellperson 0.27.0 (default features: CPU)".into(), cases };
-    std::fs::write(dir.join("golden.json"), serde_json::to_string_pretty(&manifest)? + "\n")?;
+    let manifest = Manifest {
+        generator: "bellperson 0.27.0 (default features: CPU)".into(),
+        cases,
+    };
+    std::fs::write(
+        dir.join("golden.json"),
+        serde_json::to_string_pretty(&manifest)? + "\n",
+    )?;
     Ok(())
 }

@@ -1,0 +1,599 @@
+//! The driver layer: cudarc's driver API behind cuzk's types and [`GpuError`].
+//!
+//! Ordering contract: a [`Device`] turns off cudarc's per-buffer event tracking, so nothing
+//! orders work on a buffer across streams behind the caller's back (no hidden event records or
+//! waits on the hot path). Work on one stream runs in order; work on different streams is ordered
+//! by the caller with [`Stream::record_event`] and [`Stream::wait_event`]. A [`DeviceBuffer`] is
+//! freed on the stream it was allocated on, so it must outlive any use on other streams.
+#![allow(unsafe_code)]
+
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::mem::size_of;
+use std::sync::Arc;
+
+use cudarc::driver::{
+    result, sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream,
+    DevicePtr, DriverError,
+};
+use cuzk_field::layout::{Fp2Limbs, FpLimbs, FrLimbs, G1AffineLimbs, G2AffineLimbs};
+use cuzk_field::Scalar;
+
+use crate::{DeviceInfo, GpuError};
+
+fn driver<T>(call: &'static str, r: Result<T, DriverError>) -> Result<T, GpuError> {
+    r.map_err(|e| GpuError::Driver {
+        call,
+        status: format!("{:?}", e.0),
+    })
+}
+
+/// Plain-old-data that can be copied to and from the device byte for byte.
+///
+/// # Safety
+///
+/// Implementors have no padding or otherwise uninitialised bytes, and every bit pattern is a
+/// valid value (the device may write anything into them).
+pub unsafe trait DeviceCopy: Copy + Send + Sync + 'static {}
+
+macro_rules! device_copy {
+    ($($t:ty),* $(,)?) => {
+        $(
+            // SAFETY: a primitive integer or float: no padding, every bit pattern valid.
+            unsafe impl DeviceCopy for $t {}
+        )*
+    };
+}
+device_copy!(u8, u16, u32, u64, i32, i64, f32, f64);
+
+// SAFETY: an array of `DeviceCopy` elements has no padding between them and is valid for every
+// bit pattern its elements are.
+unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
+// SAFETY: `repr(C)` structs of `u32` arrays (sizes asserted in cuzk-field): no padding, every bit
+// pattern is a value (possibly a non-canonical field element, which is still memory-safe).
+unsafe impl DeviceCopy for FrLimbs {}
+// SAFETY: as for `FrLimbs`.
+unsafe impl DeviceCopy for FpLimbs {}
+// SAFETY: as for `FrLimbs`.
+unsafe impl DeviceCopy for Fp2Limbs {}
+// SAFETY: as for `FrLimbs`.
+unsafe impl DeviceCopy for G1AffineLimbs {}
+// SAFETY: as for `FrLimbs`.
+unsafe impl DeviceCopy for G2AffineLimbs {}
+// SAFETY: blstrs' `Scalar` is `repr(transparent)` over `blst_fr`, a `repr(C)` `[u64; 4]`: no
+// padding; a non-canonical limb pattern is a wrong field element, not undefined behaviour.
+unsafe impl DeviceCopy for Scalar {}
+
+fn bytes_of<T: DeviceCopy>(values: &[T]) -> &[u8] {
+    // SAFETY: `T: DeviceCopy` has no padding, so every byte of the slice is initialised; the
+    // byte slice covers exactly the same memory with alignment 1.
+    unsafe {
+        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+    }
+}
+
+fn bytes_of_mut<T: DeviceCopy>(values: &mut [T]) -> &mut [u8] {
+    // SAFETY: as in `bytes_of`; writing arbitrary bytes is fine because every bit pattern of
+    // `T: DeviceCopy` is a valid value.
+    unsafe {
+        std::slice::from_raw_parts_mut(
+            values.as_mut_ptr().cast::<u8>(),
+            std::mem::size_of_val(values),
+        )
+    }
+}
+
+/// An open device: its primary context and what it is.
+#[derive(Clone, Debug)]
+pub struct Device {
+    ctx: Arc<CudaContext>,
+    info: DeviceInfo,
+}
+
+impl Device {
+    fn ensure_driver() -> Result<(), GpuError> {
+        // SAFETY: `is_culib_present` only tries to open libcuda with the dynamic loader and
+        // closes it again; it calls no CUDA function.
+        if unsafe { sys::is_culib_present() } {
+            Ok(())
+        } else {
+            Err(GpuError::NoDriver)
+        }
+    }
+
+    /// The number of CUDA devices (0 when the driver sees none).
+    pub fn count() -> Result<usize, GpuError> {
+        Self::ensure_driver()?;
+        match CudaContext::device_count() {
+            Ok(n) => Ok(n.max(0) as usize),
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NO_DEVICE => Ok(0),
+            Err(e) => driver("cuDeviceGetCount", Err(e)),
+        }
+    }
+
+    /// Opens device `ordinal` (its primary context).
+    pub fn open(ordinal: usize) -> Result<Self, GpuError> {
+        let count = Self::count()?;
+        if ordinal >= count {
+            return Err(GpuError::NoDevice { ordinal, count });
+        }
+        let ctx = driver("cuDevicePrimaryCtxRetain", CudaContext::new(ordinal))?;
+        // SAFETY: turning tracking off only removes cudarc's automatic cross-stream ordering of
+        // buffer accesses; cuzk orders streams itself (see the module's ordering contract).
+        unsafe { ctx.disable_event_tracking() };
+        let attr = |a: sys::CUdevice_attribute| driver("cuDeviceGetAttribute", ctx.attribute(a));
+        use sys::CUdevice_attribute as A;
+        let (major, minor) = driver("cuDeviceGetAttribute", ctx.compute_capability())?;
+        let info = DeviceInfo {
+            ordinal,
+            name: driver("cuDeviceGetName", ctx.name())?,
+            total_memory: driver("cuDeviceTotalMem", ctx.total_mem())?,
+            sm_count: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+            compute_capability: (major as u32, minor as u32),
+            clock_khz: attr(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? as u32,
+            l2_bytes: attr(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as usize,
+            max_shared_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?
+                as usize,
+        };
+        Ok(Self { ctx, info })
+    }
+
+    /// Every device the driver sees.
+    pub fn all() -> Result<Vec<Self>, GpuError> {
+        (0..Self::count()?).map(Self::open).collect()
+    }
+
+    /// What this device is.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Free and total device memory in bytes.
+    pub fn memory(&self) -> Result<(usize, usize), GpuError> {
+        driver("cuMemGetInfo", self.ctx.mem_get_info())
+    }
+
+    /// The legacy default stream of the context.
+    pub fn default_stream(&self) -> Stream {
+        Stream {
+            inner: self.ctx.default_stream(),
+        }
+    }
+
+    /// A new non-blocking stream.
+    pub fn new_stream(&self) -> Result<Stream, GpuError> {
+        Ok(Stream {
+            inner: driver("cuStreamCreate", self.ctx.new_stream())?,
+        })
+    }
+
+    /// Waits for all work on the device. Not for hot paths: it synchronises every stream.
+    pub fn synchronize(&self) -> Result<(), GpuError> {
+        driver("cuCtxSynchronize", self.ctx.synchronize())
+    }
+
+    /// Loads a module from a fatbin, cubin or PTX image (an embedded `*.fatbin`).
+    pub fn load_module(&self, image: &[u8]) -> Result<Module, GpuError> {
+        let ptx = cudarc::nvrtc::Ptx::from_binary(image.to_vec());
+        Ok(Module {
+            inner: driver("cuModuleLoadData", self.ctx.load_module(ptx))?,
+        })
+    }
+}
+
+/// A stream: work on it runs in submission order.
+#[derive(Clone, Debug)]
+pub struct Stream {
+    inner: Arc<CudaStream>,
+}
+
+impl Stream {
+    fn bind(&self) -> Result<(), GpuError> {
+        driver("cuCtxSetCurrent", self.inner.context().bind_to_thread())
+    }
+
+    /// Allocates `len` elements, uninitialised (whatever bits the device memory holds).
+    pub fn alloc<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>, GpuError> {
+        let bytes = len.checked_mul(size_of::<T>()).ok_or_else(|| {
+            GpuError::InvalidArgument(format!("{len} elements overflow the address space"))
+        })?;
+        let slice = if bytes == 0 {
+            driver("cuMemAllocAsync", self.inner.null::<u8>())?
+        } else {
+            // SAFETY: the memory is left uninitialised; that is sound because the host only ever
+            // sees it through copies into `T: DeviceCopy`, valid for every bit pattern.
+            driver("cuMemAllocAsync", unsafe { self.inner.alloc::<u8>(bytes) })?
+        };
+        Ok(DeviceBuffer {
+            slice,
+            len,
+            _marker: PhantomData,
+        })
+    }
+
+    /// Allocates `len` zeroed elements.
+    pub fn alloc_zeroed<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>, GpuError> {
+        let mut buf = self.alloc(len)?;
+        self.memset_zero(&mut buf)?;
+        Ok(buf)
+    }
+
+    /// Copies a host slice into a new device buffer.
+    pub fn upload<T: DeviceCopy>(&self, host: &[T]) -> Result<DeviceBuffer<T>, GpuError> {
+        let mut buf = self.alloc(host.len())?;
+        self.copy_to_device(host, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// Copies a host slice into a device buffer of the same length.
+    pub fn copy_to_device<T: DeviceCopy>(
+        &self,
+        host: &[T],
+        device: &mut DeviceBuffer<T>,
+    ) -> Result<(), GpuError> {
+        check_len(device.len, host.len())?;
+        if host.is_empty() {
+            return Ok(());
+        }
+        driver(
+            "cuMemcpyHtoDAsync",
+            self.inner.memcpy_htod(bytes_of(host), &mut device.slice),
+        )
+    }
+
+    /// Copies a device buffer into a host slice of the same length; returns once the data is on
+    /// the host.
+    pub fn copy_to_host<T: DeviceCopy>(
+        &self,
+        device: &DeviceBuffer<T>,
+        host: &mut [T],
+    ) -> Result<(), GpuError> {
+        check_len(device.len, host.len())?;
+        if host.is_empty() {
+            return Ok(());
+        }
+        driver(
+            "cuMemcpyDtoHAsync",
+            self.inner.memcpy_dtoh(&device.slice, bytes_of_mut(host)),
+        )?;
+        self.synchronize()
+    }
+
+    /// Copies a host slice into `device` starting at element `offset`. The host elements may be
+    /// of another type of the same size (blstrs scalars into a buffer of `FrLimbs`, say): the
+    /// bytes are copied as they are.
+    pub fn copy_to_device_at<T: DeviceCopy, H: DeviceCopy>(
+        &self,
+        host: &[H],
+        device: &mut DeviceBuffer<T>,
+        offset: usize,
+    ) -> Result<(), GpuError> {
+        check_same_size::<T, H>()?;
+        let end = check_range(device.len, offset, host.len())?;
+        if host.is_empty() {
+            return Ok(());
+        }
+        let size = size_of::<T>();
+        let mut view = device.slice.slice_mut(offset * size..end * size);
+        driver(
+            "cuMemcpyHtoDAsync",
+            self.inner.memcpy_htod(bytes_of(host), &mut view),
+        )
+    }
+
+    /// Copies `host.len()` elements of `device` starting at element `offset` into `host` (of the
+    /// buffer's element type or another of the same size); returns once the data is on the host.
+    pub fn copy_to_host_at<T: DeviceCopy, H: DeviceCopy>(
+        &self,
+        device: &DeviceBuffer<T>,
+        offset: usize,
+        host: &mut [H],
+    ) -> Result<(), GpuError> {
+        check_same_size::<T, H>()?;
+        let end = check_range(device.len, offset, host.len())?;
+        if host.is_empty() {
+            return Ok(());
+        }
+        let size = size_of::<T>();
+        let view = device.slice.slice(offset * size..end * size);
+        driver(
+            "cuMemcpyDtoHAsync",
+            self.inner.memcpy_dtoh(&view, bytes_of_mut(host)),
+        )?;
+        self.synchronize()
+    }
+
+    /// Copies a device buffer into a new host vector.
+    pub fn download<T: DeviceCopy + Default>(
+        &self,
+        device: &DeviceBuffer<T>,
+    ) -> Result<Vec<T>, GpuError> {
+        let mut host = vec![T::default(); device.len];
+        self.copy_to_host(device, &mut host)?;
+        Ok(host)
+    }
+
+    /// Copies one device buffer into another of the same length.
+    pub fn copy_device<T: DeviceCopy>(
+        &self,
+        src: &DeviceBuffer<T>,
+        dst: &mut DeviceBuffer<T>,
+    ) -> Result<(), GpuError> {
+        check_len(dst.len, src.len)?;
+        if src.len == 0 {
+            return Ok(());
+        }
+        driver(
+            "cuMemcpyDtoDAsync",
+            self.inner.memcpy_dtod(&src.slice, &mut dst.slice),
+        )
+    }
+
+    /// Sets every byte of a buffer to zero.
+    pub fn memset_zero<T: DeviceCopy>(&self, buf: &mut DeviceBuffer<T>) -> Result<(), GpuError> {
+        if buf.len == 0 {
+            return Ok(());
+        }
+        driver("cuMemsetD8Async", self.inner.memset_zeros(&mut buf.slice))
+    }
+
+    /// Records an event (with timing) at this point of the stream.
+    pub fn record_event(&self) -> Result<Event, GpuError> {
+        let event = driver(
+            "cuEventCreate",
+            self.inner
+                .context()
+                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)),
+        )?;
+        driver("cuEventRecord", event.record(&self.inner))?;
+        Ok(Event { inner: event })
+    }
+
+    /// Makes later work on this stream wait for `event`.
+    pub fn wait_event(&self, event: &Event) -> Result<(), GpuError> {
+        driver("cuStreamWaitEvent", self.inner.wait(&event.inner))
+    }
+
+    /// Blocks until all work submitted to this stream has finished.
+    pub fn synchronize(&self) -> Result<(), GpuError> {
+        driver("cuStreamSynchronize", self.inner.synchronize())
+    }
+}
+
+fn check_same_size<T, H>() -> Result<(), GpuError> {
+    if size_of::<T>() == size_of::<H>() {
+        Ok(())
+    } else {
+        Err(GpuError::InvalidArgument(format!(
+            "host elements of {} bytes for device elements of {}",
+            size_of::<H>(),
+            size_of::<T>()
+        )))
+    }
+}
+
+/// The end of `len` elements from `offset` in a buffer of `buf_len`, if they fit.
+fn check_range(buf_len: usize, offset: usize, len: usize) -> Result<usize, GpuError> {
+    match offset.checked_add(len) {
+        Some(end) if end <= buf_len => Ok(end),
+        _ => Err(GpuError::InvalidArgument(format!(
+            "{len} elements at offset {offset} overrun a buffer of {buf_len}"
+        ))),
+    }
+}
+
+fn check_len(expected: usize, got: usize) -> Result<(), GpuError> {
+    if expected == got {
+        Ok(())
+    } else {
+        Err(GpuError::LengthMismatch { expected, got })
+    }
+}
+
+/// A point in a stream's work, for timing and cross-stream ordering.
+#[derive(Debug)]
+pub struct Event {
+    inner: CudaEvent,
+}
+
+impl Event {
+    /// Milliseconds from `self` to `end` (waits for both).
+    pub fn elapsed_ms(&self, end: &Event) -> Result<f32, GpuError> {
+        driver("cuEventElapsedTime", self.inner.elapsed_ms(&end.inner))
+    }
+
+    /// Blocks until the work before the event has finished.
+    pub fn synchronize(&self) -> Result<(), GpuError> {
+        driver("cuEventSynchronize", self.inner.synchronize())
+    }
+}
+
+/// `len` elements of `T` in device memory.
+#[derive(Debug)]
+pub struct DeviceBuffer<T> {
+    slice: CudaSlice<u8>,
+    len: usize,
+    _marker: PhantomData<T>,
+}
+
+impl<T: DeviceCopy> DeviceBuffer<T> {
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The size in bytes.
+    pub fn size_bytes(&self) -> usize {
+        self.len * size_of::<T>()
+    }
+
+    fn address(&self) -> u64 {
+        // With event tracking off (see `Device::open`) the returned guard records nothing.
+        let (ptr, _guard) = self.slice.device_ptr(self.slice.stream());
+        ptr
+    }
+}
+
+/// A module loaded from an embedded image.
+#[derive(Clone, Debug)]
+pub struct Module {
+    inner: Arc<CudaModule>,
+}
+
+impl Module {
+    /// The kernel `name` (an `extern "C"` `__global__` function).
+    pub fn kernel(&self, name: &'static str) -> Result<Kernel, GpuError> {
+        let function = driver("cuModuleGetFunction", self.inner.load_function(name))?;
+        Ok(Kernel { function, name })
+    }
+}
+
+/// Grid, block and dynamic shared memory of a launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: (u32, u32, u32),
+    pub block: (u32, u32, u32),
+    pub shared_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// One thread per item: `ceil(items / block)` blocks of `block` threads.
+    pub fn linear(items: u32, block: u32) -> Self {
+        Self {
+            grid: (items.div_ceil(block).max(1), 1, 1),
+            block: (block, 1, 1),
+            shared_bytes: 0,
+        }
+    }
+}
+
+/// A kernel of a loaded module.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    function: CudaFunction,
+    name: &'static str,
+}
+
+impl Kernel {
+    /// The kernel's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Registers per thread, as compiled for this device.
+    pub fn registers(&self) -> Result<u32, GpuError> {
+        driver("cuFuncGetAttribute", self.function.num_regs()).map(|r| r as u32)
+    }
+
+    /// Allows launches with up to `bytes` of dynamic shared memory (above the 48 KiB default).
+    pub fn set_max_dynamic_shared_bytes(&self, bytes: u32) -> Result<(), GpuError> {
+        driver(
+            "cuFuncSetAttribute",
+            self.function.set_attribute(
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes as i32,
+            ),
+        )
+    }
+
+    /// Launches the kernel on `stream`.
+    ///
+    /// # Safety
+    ///
+    /// `args` must match the kernel's parameter list in number, order and types, and the
+    /// kernel must stay within the buffers it is given for the launch shape `config` (the
+    /// kernel's header comment states its contract). The buffers must stay alive until the
+    /// kernel has finished, which holds for buffers used only on this stream.
+    pub unsafe fn launch(
+        &self,
+        stream: &Stream,
+        config: LaunchConfig,
+        args: &KernelArgs<'_>,
+    ) -> Result<(), GpuError> {
+        stream.bind()?;
+        let mut params: Vec<*mut c_void> = args
+            .values
+            .iter()
+            .map(|v| v.as_ptr() as *mut c_void)
+            .collect();
+        // SAFETY: the function belongs to a module loaded in the stream's context (bound
+        // above); every entry of `params` points to a live, 8-byte aligned copy of one argument
+        // value; the caller guarantees that the arguments match the kernel and that it stays in
+        // bounds.
+        let launched = unsafe {
+            result::launch_kernel(
+                self.function.cu_function(),
+                config.grid,
+                config.block,
+                config.shared_bytes,
+                stream.inner.cu_stream(),
+                &mut params,
+            )
+        };
+        launched.map_err(|e| GpuError::Driver {
+            call: "cuLaunchKernel",
+            status: format!("{:?} ({})", e.0, self.name),
+        })
+    }
+}
+
+/// The arguments of one launch, in the kernel's parameter order. Buffers are borrowed for the
+/// builder's lifetime so they cannot be freed while the launch is being assembled.
+#[derive(Debug, Default)]
+pub struct KernelArgs<'a> {
+    values: Vec<Box<[u64]>>,
+    _borrows: PhantomData<&'a ()>,
+}
+
+impl<'a> KernelArgs<'a> {
+    /// No arguments yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn push_bytes(&mut self, bytes: &[u8]) -> &mut Self {
+        let mut words = vec![0u64; bytes.len().div_ceil(8).max(1)].into_boxed_slice();
+        bytes_of_mut(&mut words[..])[..bytes.len()].copy_from_slice(bytes);
+        self.values.push(words);
+        self
+    }
+
+    /// A pointer to a buffer the kernel reads.
+    pub fn buffer<T: DeviceCopy>(&mut self, buf: &'a DeviceBuffer<T>) -> &mut Self {
+        self.value(buf.address())
+    }
+
+    /// A pointer to a buffer the kernel writes.
+    pub fn buffer_mut<T: DeviceCopy>(&mut self, buf: &'a mut DeviceBuffer<T>) -> &mut Self {
+        self.value(buf.address())
+    }
+
+    /// A pointer to element `offset` of a buffer the kernel writes (for example the first of a
+    /// later chunk of vectors).
+    pub fn buffer_at_mut<T: DeviceCopy>(
+        &mut self,
+        buf: &'a mut DeviceBuffer<T>,
+        offset: usize,
+    ) -> Result<&mut Self, GpuError> {
+        check_range(buf.len, offset, 0)?;
+        Ok(self.value(buf.address() + (offset * size_of::<T>()) as u64))
+    }
+
+    /// A pointer to a buffer the kernel may read, or null.
+    pub fn optional_buffer<T: DeviceCopy>(
+        &mut self,
+        buf: Option<&'a DeviceBuffer<T>>,
+    ) -> &mut Self {
+        self.value(buf.map_or(0u64, DeviceBuffer::address))
+    }
+
+    /// A value passed by copy: an integer or a `repr(C)` struct mirrored in the kernel.
+    pub fn value<V: DeviceCopy>(&mut self, value: V) -> &mut Self {
+        self.push_bytes(bytes_of(std::slice::from_ref(&value)))
+    }
+}

@@ -1,0 +1,116 @@
+//! The one door to the CUDA driver for cuzk.
+//!
+//! Everything that talks to the driver goes through this crate: device discovery
+//! ([`Device::count`], [`Device::open`], [`DeviceInfo`]), streams and events, device buffers of
+//! plain-old-data types ([`DeviceBuffer`]), modules loaded from embedded fatbins ([`Module`],
+//! [`Kernel`]) and the arguments of a launch ([`KernelArgs`]). Errors are one enum,
+//! [`GpuError`]: no libcuda, no device, or a failed driver call is an `Err` the caller can act on
+//! (fall back to the CPU), never a panic.
+//!
+//! The driver is reached through cudarc with dynamic loading, so building needs no CUDA toolkit
+//! and a binary runs (and reports [`GpuError::NoDriver`]) on machines without an NVIDIA driver.
+//! Without the `cuda` feature the crate builds without cudarc at all: [`Device::open`] then
+//! returns [`GpuError::NotBuilt`] ("built without CUDA").
+//!
+//! The crate also owns the Fr kernels of `kernels/field/` ([`fr`], with the `cuda` feature): the
+//! device arithmetic every other kernel includes, exercised by element-wise test kernels and a
+//! throughput probe.
+//!
+//! **Architecture invariant:** this crate knows devices, memory and kernels, nothing about NTTs,
+//! MSMs or Groth16. `unsafe` lives in the `driver` and `fr` modules only, each block with a
+//! `// SAFETY:` comment.
+
+#[cfg(feature = "cuda")]
+mod driver;
+#[cfg(feature = "cuda")]
+pub mod fr;
+#[cfg(not(feature = "cuda"))]
+mod stub;
+
+#[cfg(feature = "cuda")]
+pub use driver::Device;
+#[cfg(feature = "cuda")]
+pub use driver::{
+    DeviceBuffer, DeviceCopy, Event, Kernel, KernelArgs, LaunchConfig, Module, Stream,
+};
+#[cfg(not(feature = "cuda"))]
+pub use stub::Device;
+
+/// Whether this build can reach a GPU at all (the `cuda` feature).
+pub const CUDA_ENABLED: bool = cfg!(feature = "cuda");
+
+/// What a device is, as the driver reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The driver's ordinal of the device.
+    pub ordinal: usize,
+    /// The marketing name, e.g. "NVIDIA H200".
+    pub name: String,
+    /// Device memory in bytes.
+    pub total_memory: usize,
+    /// Streaming multiprocessors.
+    pub sm_count: u32,
+    /// Compute capability (major, minor), e.g. (9, 0) for Hopper.
+    pub compute_capability: (u32, u32),
+    /// Peak SM clock in kHz.
+    pub clock_khz: u32,
+    /// L2 cache in bytes.
+    pub l2_bytes: usize,
+    /// The most shared memory one block may ask for (after opting in), in bytes.
+    pub max_shared_per_block: usize,
+}
+
+impl std::fmt::Display for DeviceInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (device {}, sm_{}{}, {} SMs at {} MHz, {:.1} GiB, L2 {} MiB)",
+            self.name,
+            self.ordinal,
+            self.compute_capability.0,
+            self.compute_capability.1,
+            self.sm_count,
+            self.clock_khz / 1000,
+            self.total_memory as f64 / (1u64 << 30) as f64,
+            self.l2_bytes >> 20
+        )
+    }
+}
+
+/// Errors of the GPU layer.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    /// This build has no GPU support.
+    #[error("cuzk was built without CUDA (enable the `cuda` feature)")]
+    NotBuilt,
+    /// libcuda could not be loaded: no NVIDIA driver on this machine.
+    #[error("no CUDA driver: libcuda could not be loaded")]
+    NoDriver,
+    /// The driver has no device with this ordinal.
+    #[error("no CUDA device {ordinal} (the driver reports {count})")]
+    NoDevice { ordinal: usize, count: usize },
+    /// A driver call failed.
+    #[error("CUDA driver call `{call}` failed: {status}")]
+    Driver { call: &'static str, status: String },
+    /// Two lengths that must agree do not.
+    #[error("length mismatch: expected {expected}, got {got}")]
+    LengthMismatch { expected: usize, got: usize },
+    /// An argument is outside what the operation supports.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+/// Opens device 0 for a GPU test, or says why the test is skipped: tests that need a GPU call
+/// this first and return early on `None`, so they pass on machines without one (CI).
+pub fn device_for_tests() -> Option<Device> {
+    match Device::open(0) {
+        Ok(device) => Some(device),
+        Err(e) => {
+            // Written to stderr directly rather than with `eprintln!`, which the test harness
+            // captures: a skipped GPU test should say so in every test run.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "skipped: no CUDA device ({e})");
+            None
+        }
+    }
+}

@@ -1,0 +1,267 @@
+//! The GPU NTT against the CPU reference, bit for bit: every size from 2^1 to 2^20 in every
+//! transform and order combination, batches, device-resident data on a stream of its own, and
+//! spot checks at 2^24. Skips (and passes) without a GPU.
+#![cfg(feature = "cuda")]
+
+use cuzk_field::layout::{scalars_as_limbs, FrLimbs};
+use cuzk_ntt::gpu::{shared_for_tests, GpuNtt, Transform};
+use cuzk_ntt::{cpu, reference, Domain, Order, Scalar};
+use ff::Field;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+use rayon::prelude::*;
+
+/// `len` random scalars from `seed`, generated in parallel chunks.
+fn random_scalars(len: usize, seed: u64) -> Vec<Scalar> {
+    const CHUNK: usize = 1 << 14;
+    let mut out = vec![Scalar::ZERO; len];
+    out.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(i, chunk)| {
+            let mut rng = ChaCha20Rng::seed_from_u64(seed ^ ((i as u64) << 32));
+            for v in chunk {
+                *v = Scalar::random(&mut rng);
+            }
+        });
+    out
+}
+
+type CpuFn = fn(&mut [Scalar], &Domain, Order, Order) -> Result<(), cuzk_ntt::NttError>;
+
+fn reference_fn(t: Transform) -> CpuFn {
+    match t {
+        Transform::Forward => reference::forward,
+        Transform::Inverse => reference::inverse,
+        Transform::CosetForward => reference::coset_forward,
+        Transform::CosetInverse => reference::coset_inverse,
+    }
+}
+
+fn cpu_fn(t: Transform) -> CpuFn {
+    match t {
+        Transform::Forward => cpu::forward,
+        Transform::Inverse => cpu::inverse,
+        Transform::CosetForward => cpu::coset_forward,
+        Transform::CosetInverse => cpu::coset_inverse,
+    }
+}
+
+fn combos() -> Vec<(Transform, Order, Order)> {
+    let mut out = Vec::new();
+    for t in Transform::ALL {
+        for i in Order::ALL {
+            for o in Order::ALL {
+                out.push((t, i, o));
+            }
+        }
+    }
+    out
+}
+
+fn first_difference(got: &[Scalar], want: &[Scalar]) -> Option<usize> {
+    got.iter().zip(want).position(|(g, w)| g != w)
+}
+
+/// Every combination at `log_n` against `oracle`, on one random input.
+fn check_size(gpu: &GpuNtt, log_n: u32, oracle: fn(Transform) -> CpuFn) {
+    let domain = Domain::new(log_n).unwrap();
+    let input = random_scalars(domain.n(), u64::from(log_n));
+    let expected: Vec<Vec<Scalar>> = combos()
+        .par_iter()
+        .map(|&(t, i, o)| {
+            let mut v = input.clone();
+            oracle(t)(&mut v, &domain, i, o).unwrap();
+            v
+        })
+        .collect();
+    for ((t, i, o), want) in combos().into_iter().zip(expected) {
+        let mut got = input.clone();
+        gpu.transform_many(&mut [&mut got[..]], &domain, t, i, o)
+            .unwrap();
+        if let Some(at) = first_difference(&got, &want) {
+            panic!("2^{log_n} {t:?} {i:?}->{o:?}: first difference at index {at}");
+        }
+    }
+}
+
+#[test]
+fn every_size_to_2_20_matches_the_reference() {
+    let Some(gpu) = shared_for_tests() else {
+        return;
+    };
+    for log_n in 1..=20 {
+        check_size(gpu, log_n, reference_fn);
+    }
+}
+
+#[test]
+fn spot_check_2_24_against_the_cpu_path() {
+    let Some(gpu) = shared_for_tests() else {
+        return;
+    };
+    let domain = Domain::new(24).unwrap();
+    let input = random_scalars(domain.n(), 24);
+    for (t, i, o) in [
+        (Transform::Forward, Order::Natural, Order::BitReversed),
+        (Transform::CosetInverse, Order::BitReversed, Order::Natural),
+        (Transform::CosetForward, Order::Natural, Order::Natural),
+    ] {
+        let mut want = input.clone();
+        cpu_fn(t)(&mut want, &domain, i, o).unwrap();
+        let mut got = input.clone();
+        gpu.transform_many(&mut [&mut got[..]], &domain, t, i, o)
+            .unwrap();
+        assert_eq!(
+            first_difference(&got, &want),
+            None,
+            "2^24 {t:?} {i:?}->{o:?}"
+        );
+    }
+}
+
+#[test]
+fn batches_transform_each_vector() {
+    let Some(gpu) = shared_for_tests() else {
+        return;
+    };
+    for log_n in [3, 11, 14] {
+        let domain = Domain::new(log_n).unwrap();
+        let mut vectors: Vec<Vec<Scalar>> = (0..5)
+            .map(|s| random_scalars(domain.n(), 100 + s))
+            .collect();
+        let mut expected = vectors.clone();
+        for v in &mut expected {
+            reference::coset_forward(v, &domain, Order::BitReversed, Order::Natural).unwrap();
+        }
+        let mut views: Vec<&mut [Scalar]> = vectors.iter_mut().map(|v| &mut v[..]).collect();
+        gpu.coset_forward_many(&mut views, &domain, Order::BitReversed, Order::Natural)
+            .unwrap();
+        assert_eq!(vectors, expected, "batch of 5 at 2^{log_n}");
+    }
+}
+
+#[test]
+fn device_resident_data_on_its_own_stream() {
+    let Some(gpu) = shared_for_tests() else {
+        return;
+    };
+    let stream = gpu.device().new_stream().unwrap();
+    let domain = Domain::new(16).unwrap();
+    let input = random_scalars(domain.n(), 16);
+    let mut data = stream.upload(scalars_as_limbs(&input)).unwrap();
+    // Forward then inverse on the device is the identity.
+    gpu.forward_device(
+        &stream,
+        &mut data,
+        &domain,
+        Order::Natural,
+        Order::BitReversed,
+    )
+    .unwrap();
+    gpu.inverse_device(
+        &stream,
+        &mut data,
+        &domain,
+        Order::BitReversed,
+        Order::Natural,
+    )
+    .unwrap();
+    let back: Vec<FrLimbs> = stream.download(&data).unwrap();
+    assert_eq!(back, scalars_as_limbs(&input));
+}
+
+#[test]
+fn lengths_are_checked() {
+    let Some(gpu) = shared_for_tests() else {
+        return;
+    };
+    let domain = Domain::new(4).unwrap();
+    let mut short = vec![Scalar::ONE; 15];
+    assert!(gpu
+        .forward(&mut short, &domain, Order::Natural, Order::Natural)
+        .is_err());
+    let too_big = Domain::new(29).unwrap();
+    let stream = gpu.device().default_stream();
+    let mut empty = stream.alloc::<FrLimbs>(0).unwrap();
+    let r = gpu.forward_device(
+        &stream,
+        &mut empty,
+        &too_big,
+        Order::Natural,
+        Order::Natural,
+    );
+    assert!(matches!(
+        r,
+        Err(cuzk_ntt::gpu::GpuNttError::Unsupported { log_n: 29, .. })
+    ));
+}
+
+#[test]
+fn random_sizes_transforms_and_orders_match_the_reference() {
+    let Some(gpu) = shared_for_tests() else {
+        return;
+    };
+    let mut runner = TestRunner::new(Config {
+        cases: 48,
+        ..Config::default()
+    });
+    let strategy = (1u32..=13, 0usize..16, any::<u64>());
+    runner
+        .run(&strategy, |(log_n, combo, seed)| {
+            let (t, i, o) = combos()[combo];
+            let domain = Domain::new(log_n).unwrap();
+            let input = random_scalars(domain.n(), seed);
+            let mut want = input.clone();
+            reference_fn(t)(&mut want, &domain, i, o).unwrap();
+            let mut got = input;
+            gpu.transform_many(&mut [&mut got[..]], &domain, t, i, o)
+                .unwrap();
+            prop_assert_eq!(
+                first_difference(&got, &want),
+                None,
+                "2^{} {:?} {:?}->{:?}",
+                log_n,
+                t,
+                i,
+                o
+            );
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn every_swept_configuration_matches_the_reference() {
+    let Some(shared) = shared_for_tests() else {
+        return;
+    };
+    for config in cuzk_ntt::gpu::SWEEP_CONFIGS {
+        let gpu = GpuNtt::with_config(shared.device(), config).unwrap();
+        for log_n in [1, 2, 3, 5, 8, 9, 10, 11, 12, 13, 17, 19, 21] {
+            let domain = Domain::new(log_n).unwrap();
+            let input = random_scalars(domain.n(), 500 + u64::from(log_n));
+            for (t, i, o) in [
+                (Transform::Forward, Order::Natural, Order::BitReversed),
+                (Transform::CosetInverse, Order::BitReversed, Order::Natural),
+                (
+                    Transform::CosetForward,
+                    Order::BitReversed,
+                    Order::BitReversed,
+                ),
+            ] {
+                let mut want = input.clone();
+                cpu_fn(t)(&mut want, &domain, i, o).unwrap();
+                let mut got = input.clone();
+                gpu.transform_many(&mut [&mut got[..]], &domain, t, i, o)
+                    .unwrap();
+                assert_eq!(
+                    first_difference(&got, &want),
+                    None,
+                    "{config:?} 2^{log_n} {t:?} {i:?}->{o:?}"
+                );
+            }
+        }
+    }
+}

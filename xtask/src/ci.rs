@@ -1,0 +1,48 @@
+//! `cargo xtask ci`: everything CI runs, on a machine with no GPU.
+//!
+//! Formatting, clippy (warnings denied), every test, the golden proofs, then the GPU side without
+//! a GPU: every kernel compiled with the pinned nvcc (installed from PyPI when none is found), the
+//! field arithmetic checked on the host, and clippy over the crates built with their `cuda`
+//! feature, so GPU code that does not compile fails CI too.
+
+use anyhow::Context;
+use xshell::{cmd, Shell};
+
+use crate::{golden, kernels};
+
+/// Packages and features that make up the GPU build.
+pub const CUDA_PACKAGES: [&str; 2] = ["cuzk-gpu", "cuzk-ntt"];
+pub const CUDA_FEATURES: &str = "cuzk-gpu/cuda,cuzk-ntt/cuda";
+
+/// Target folder of builds with the `cuda` feature, so they do not invalidate the default ones.
+pub const CUDA_TARGET_DIR: &str = "target/cuda";
+
+pub fn run(sh: &Shell) -> anyhow::Result<()> {
+    cmd!(sh, "cargo fmt --all -- --check")
+        .run()
+        .context("formatting differs: run `cargo fmt --all`")?;
+    cmd!(
+        sh,
+        "cargo clippy --workspace --all-targets --locked -- -D warnings"
+    )
+    .run()
+    .context("clippy")?;
+    cmd!(sh, "cargo test --workspace --locked")
+        .run()
+        .context("tests")?;
+    golden::check(sh)?;
+
+    let nvcc = kernels::ensure_nvcc(sh, true)?;
+    kernels::compile_all(&nvcc).context("compiling the CUDA kernels")?;
+    kernels::host_check(sh)?;
+    let packages: Vec<String> = CUDA_PACKAGES
+        .iter()
+        .flat_map(|p| ["-p".into(), p.to_string()])
+        .collect();
+    let _nvcc = sh.push_env("NVCC", &nvcc);
+    let _target = sh.push_env("CARGO_TARGET_DIR", CUDA_TARGET_DIR);
+    cmd!(sh, "cargo clippy {packages...} --features {CUDA_FEATURES} --all-targets --locked -- -D warnings")
+        .run()
+        .context("clippy with the `cuda` feature")?;
+    Ok(())
+}

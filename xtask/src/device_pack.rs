@@ -1,0 +1,159 @@
+//! `cargo xtask device-pack`: one folder, `target/device/`, with everything a GPU run needs.
+//!
+//! Builds (release, `cuda` feature, in `target/cuda`) the test binaries of the GPU crates and the
+//! NTT benchmark, copies them stripped into `target/device/`, and writes `run.sh`, which runs the
+//! tests, then the benchmark, writing logs and results to `$OUT`. The GPU machine has no Rust
+//! toolchain; binaries built on this Debian 12 machine run there as they are. See `docs/gpu.md`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use xshell::{cmd, Shell};
+
+use crate::ci::{CUDA_FEATURES, CUDA_PACKAGES, CUDA_TARGET_DIR};
+use crate::{kernels, project_root};
+
+const RUN_SH: &str = r#"#!/usr/bin/env bash
+# Written by `cargo xtask device-pack`. Runs the GPU tests, then the NTT benchmark (its arguments
+# are this script's). Logs and results go to $OUT (default: ./out beside this script).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${OUT:-$here/out}
+mkdir -p "$out"
+status=0
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.sm,driver_version --format=csv \
+    > "$out/gpu.txt" 2>&1 || true
+for t in "$here"/tests/*; do
+    echo "== $(basename "$t")" | tee -a "$out/tests.log"
+    "$t" 2>&1 | tee -a "$out/tests.log" || status=1
+done
+echo "== bench_ntt $*" | tee "$out/bench-ntt.log"
+"$here/bench_ntt" --out "$out/bench-ntt.md" "$@" 2>&1 | tee -a "$out/bench-ntt.log" || status=1
+grep -E "^test result|FAILED|panicked" "$out/tests.log" || true
+echo "run.sh: exit status $status"
+exit $status
+"#;
+
+pub fn run(sh: &Shell, args: &[String]) -> anyhow::Result<()> {
+    if let Some(arg) = args.first() {
+        bail!("unknown argument {arg:?}: cargo xtask device-pack");
+    }
+    let nvcc = kernels::ensure_nvcc(sh, true)?;
+    let _nvcc = sh.push_env("NVCC", &nvcc);
+    let _target = sh.push_env("CARGO_TARGET_DIR", CUDA_TARGET_DIR);
+    let packages: Vec<String> = CUDA_PACKAGES
+        .iter()
+        .flat_map(|p| ["-p".into(), p.to_string()])
+        .collect();
+
+    let messages = cmd!(
+        sh,
+        "cargo test --release --locked {packages...} --features {CUDA_FEATURES} --no-run --message-format=json"
+    )
+    .read()
+    .context("building the GPU test binaries")?;
+    let tests = test_executables(&messages)?;
+    cmd!(
+        sh,
+        "cargo build --release --locked -p cuzk-ntt --features cuda --example bench_ntt"
+    )
+    .run()
+    .context("building the NTT benchmark")?;
+
+    let root = project_root();
+    let bench = root
+        .join(CUDA_TARGET_DIR)
+        .join("release")
+        .join("examples")
+        .join("bench_ntt");
+    let out = root.join("target").join("device");
+    if out.exists() {
+        std::fs::remove_dir_all(&out)?;
+    }
+    std::fs::create_dir_all(out.join("tests"))?;
+    for (name, exe) in &tests {
+        copy_stripped(sh, exe, &out.join("tests").join(name))?;
+    }
+    copy_stripped(sh, &bench, &out.join("bench_ntt"))?;
+    let script = out.join("run.sh");
+    std::fs::write(&script, RUN_SH)?;
+    cmd!(sh, "chmod +x {script}").run()?;
+
+    let bytes = folder_size(&out)?;
+    println!(
+        "\n{} ({:.1} MiB):",
+        out.display(),
+        bytes as f64 / (1 << 20) as f64
+    );
+    for (name, _) in &tests {
+        println!("  tests/{name}");
+    }
+    println!("  bench_ntt\n  run.sh\n");
+    println!(
+        "On the GPU machine (device tool): command `bash target/device/run.sh`, carry [\"target/device\"]."
+    );
+    if bytes > 60 << 20 {
+        bail!("target/device is {bytes} bytes: over the 64 MiB the device tool carries");
+    }
+    Ok(())
+}
+
+/// `(name, path)` of every GPU test executable (an integration test whose file starts with
+/// `#![cfg(feature = "cuda")]`; the CPU tests run in CI) in cargo's JSON messages, named
+/// `<package>-<target>` so that binaries of different crates cannot collide.
+fn test_executables(messages: &str) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
+    for line in messages.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if v["reason"] != "compiler-artifact" || v["profile"]["test"] != true {
+            continue;
+        }
+        let Some(exe) = v["executable"].as_str() else {
+            continue;
+        };
+        let gpu_only = v["target"]["src_path"]
+            .as_str()
+            .and_then(|src| std::fs::read_to_string(src).ok())
+            .is_some_and(|text| text.contains("#![cfg(feature = \"cuda\")]"));
+        if !gpu_only {
+            continue;
+        }
+        let package = v["package_id"]
+            .as_str()
+            .and_then(|id| id.rsplit('#').next())
+            .and_then(|s| s.split('@').next())
+            .unwrap_or("unknown");
+        let target = v["target"]["name"].as_str().unwrap_or("test");
+        out.push((format!("{package}-{target}"), PathBuf::from(exe)));
+    }
+    if out.is_empty() {
+        bail!("cargo reported no GPU test executables");
+    }
+    out.sort();
+    out.dedup_by(|a, b| a.0 == b.0);
+    Ok(out)
+}
+
+fn copy_stripped(sh: &Shell, from: &Path, to: &Path) -> anyhow::Result<()> {
+    std::fs::copy(from, to).with_context(|| format!("copying {}", from.display()))?;
+    cmd!(sh, "strip {to}")
+        .run()
+        .with_context(|| format!("stripping {}", to.display()))?;
+    Ok(())
+}
+
+fn folder_size(dir: &Path) -> anyhow::Result<u64> {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        total += if meta.is_dir() {
+            folder_size(&entry.path())?
+        } else {
+            meta.len()
+        };
+    }
+    Ok(total)
+}
