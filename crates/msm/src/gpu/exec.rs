@@ -1,0 +1,437 @@
+//! Where the kernels run: a CUDA device through cuzk-gpu ([`GpuExec`], feature `cuda`), or the
+//! host emulator of `kernels/emu/` ([`EmuExec`], feature `emu`).
+//!
+//! The MSM and batch-addition drivers ([`super::pippenger`], [`super::batch`]) are written once
+//! against [`Exec`]: untyped byte buffers, one compute lane and one copy lane, kernels launched by
+//! name with their arguments in order. On the device the lanes are two streams ordered by events;
+//! in the emulator everything runs at once on the calling thread, so the lanes' ordering calls do
+//! nothing. Buffers hold no type: each launch wrapper states the element type its kernel expects.
+#![allow(unsafe_code)]
+
+use super::GpuMsmError;
+
+/// One kernel argument, in the kernel's parameter order.
+pub(crate) enum Arg<'a, B> {
+    /// A device buffer (the kernel receives its address).
+    Buf(&'a B),
+    /// A `uint32_t`.
+    U32(u32),
+    /// A `uint64_t`.
+    U64(u64),
+}
+
+/// A place where the MSM kernels run.
+pub(crate) trait Exec {
+    /// A buffer of device memory.
+    type Buf;
+    /// A point in the compute lane's work.
+    type Event;
+
+    /// Streaming multiprocessors of the device (the plan sizes its launches by them).
+    fn sm_count(&self) -> u32;
+    /// `bytes` of uninitialised device memory (ordered on the compute lane).
+    fn alloc(&self, bytes: usize) -> Result<Self::Buf, GpuMsmError>;
+    /// The size of a buffer in bytes.
+    fn size(buf: &Self::Buf) -> usize;
+    /// Clears a buffer on the compute lane.
+    fn zero(&self, buf: &mut Self::Buf) -> Result<(), GpuMsmError>;
+    /// Copies host bytes into a buffer of the same size, on the compute lane.
+    fn upload(&self, dst: &mut Self::Buf, src: &[u8]) -> Result<(), GpuMsmError>;
+    /// Copies host bytes into a buffer of the same size, on the copy lane.
+    fn upload_on_copy_lane(&self, dst: &mut Self::Buf, src: &[u8]) -> Result<(), GpuMsmError>;
+    /// Makes later compute work wait for every copy issued so far on the copy lane.
+    fn compute_waits_for_copies(&self) -> Result<(), GpuMsmError>;
+    /// Marks the compute lane's current position.
+    fn record_compute(&self) -> Result<Self::Event, GpuMsmError>;
+    /// Makes later copies wait until the compute lane has passed `event`.
+    fn copies_wait_for(&self, event: &Self::Event) -> Result<(), GpuMsmError>;
+    /// Copies one buffer into another of the same size, on the compute lane.
+    fn copy(&self, src: &Self::Buf, dst: &mut Self::Buf) -> Result<(), GpuMsmError>;
+    /// Copies a buffer into host bytes of the same size once the compute lane has produced it.
+    fn download(&self, src: &Self::Buf, dst: &mut [u8]) -> Result<(), GpuMsmError>;
+    /// Launches `kernel` on `grid` blocks of `block` threads on the compute lane.
+    fn launch(
+        &self,
+        kernel: &'static str,
+        grid: u32,
+        block: u32,
+        args: &[Arg<'_, Self::Buf>],
+    ) -> Result<(), GpuMsmError>;
+}
+
+/// Blocks of `block` threads covering `items` threads (at least one block).
+pub(crate) fn blocks(items: usize, block: u32) -> Result<u32, GpuMsmError> {
+    let n = items.div_ceil(block as usize).max(1);
+    u32::try_from(n).map_err(|_| GpuMsmError::TooLarge(format!("{items} threads in one launch")))
+}
+
+/// A value that must fit a kernel's `uint32_t` parameter.
+pub(crate) fn u32_arg(value: usize, what: &str) -> Result<u32, GpuMsmError> {
+    u32::try_from(value).map_err(|_| GpuMsmError::TooLarge(format!("{what} = {value} exceeds 2^32")))
+}
+
+/// Host values as bytes, for uploads.
+///
+/// # Safety
+///
+/// `T` must have no padding bytes (the cuzk-field layouts, blstrs points and scalars, and plain
+/// integers all qualify).
+pub(crate) unsafe fn as_bytes<T>(values: &[T]) -> &[u8] {
+    // SAFETY: the caller guarantees that `T` has no padding, so every byte is initialised; the
+    // byte slice covers exactly the same memory, with alignment 1.
+    unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values)) }
+}
+
+#[cfg(feature = "cuda")]
+pub(crate) use gpu::{BorrowedBuffer, GpuBuf, GpuExec, GpuKernels};
+
+#[cfg(feature = "cuda")]
+mod gpu {
+    use std::collections::HashMap;
+
+    use cuzk_gpu::{
+        Device, DeviceBuffer, DeviceCopy, Event, Kernel, KernelArgs, LaunchConfig, Module, Stream,
+    };
+
+    use super::{Arg, Exec};
+    use crate::gpu::{GpuMsmError, KERNEL_NAMES};
+
+    /// The fatbin of `kernels/msm/*.cu`, compiled by this crate's build script.
+    pub(crate) static MSM_FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/msm.fatbin"));
+
+    /// The MSM module loaded on one device, with every kernel looked up once.
+    #[derive(Debug)]
+    pub(crate) struct GpuKernels {
+        pub(crate) device: Device,
+        _module: Module,
+        kernels: HashMap<&'static str, Kernel>,
+        pub(crate) stream: Stream,
+        pub(crate) copy_stream: Stream,
+    }
+
+    impl GpuKernels {
+        pub(crate) fn load(device: &Device) -> Result<Self, GpuMsmError> {
+            let module = device.load_module(MSM_FATBIN)?;
+            let mut kernels = HashMap::new();
+            for &name in KERNEL_NAMES {
+                kernels.insert(name, module.kernel(name)?);
+            }
+            Ok(Self {
+                device: device.clone(),
+                _module: module,
+                kernels,
+                stream: device.new_stream()?,
+                copy_stream: device.new_stream()?,
+            })
+        }
+
+        pub(crate) fn kernel(&self, name: &'static str) -> Result<&Kernel, GpuMsmError> {
+            self.kernels
+                .get(name)
+                .ok_or_else(|| GpuMsmError::Internal(format!("no kernel named {name}")))
+        }
+    }
+
+    /// A device buffer the caller owns, passed to kernels by address.
+    pub(crate) trait BorrowedBuffer {
+        fn push<'a>(&'a self, args: &mut KernelArgs<'a>);
+        fn size_bytes(&self) -> usize;
+    }
+
+    impl<T: DeviceCopy> BorrowedBuffer for DeviceBuffer<T> {
+        fn push<'a>(&'a self, args: &mut KernelArgs<'a>) {
+            args.buffer(self);
+        }
+
+        fn size_bytes(&self) -> usize {
+            DeviceBuffer::size_bytes(self)
+        }
+    }
+
+    /// Device memory the driver code uses: its own scratch, or the caller's inputs.
+    pub(crate) enum GpuBuf<'d> {
+        Owned(DeviceBuffer<u8>),
+        Borrowed(&'d dyn BorrowedBuffer),
+    }
+
+    impl std::fmt::Debug for GpuBuf<'_> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            match self {
+                GpuBuf::Owned(b) => write!(f, "Owned({} bytes)", b.len()),
+                GpuBuf::Borrowed(b) => write!(f, "Borrowed({} bytes)", b.size_bytes()),
+            }
+        }
+    }
+
+    impl GpuBuf<'_> {
+        fn owned(&self) -> Result<&DeviceBuffer<u8>, GpuMsmError> {
+            match self {
+                GpuBuf::Owned(b) => Ok(b),
+                GpuBuf::Borrowed(_) => Err(GpuMsmError::Internal("a caller's buffer is read-only here".into())),
+            }
+        }
+
+        fn owned_mut(&mut self) -> Result<&mut DeviceBuffer<u8>, GpuMsmError> {
+            match self {
+                GpuBuf::Owned(b) => Ok(b),
+                GpuBuf::Borrowed(_) => Err(GpuMsmError::Internal("a caller's buffer is read-only here".into())),
+            }
+        }
+    }
+
+    /// [`Exec`] on a device: compute on `kernels.stream`, copies on `kernels.copy_stream`.
+    #[derive(Debug)]
+    pub(crate) struct GpuExec<'d> {
+        pub(crate) kernels: &'d GpuKernels,
+    }
+
+    impl<'d> Exec for GpuExec<'d> {
+        type Buf = GpuBuf<'d>;
+        type Event = Event;
+
+        fn sm_count(&self) -> u32 {
+            self.kernels.device.info().sm_count
+        }
+
+        fn alloc(&self, bytes: usize) -> Result<Self::Buf, GpuMsmError> {
+            Ok(GpuBuf::Owned(self.kernels.stream.alloc::<u8>(bytes)?))
+        }
+
+        fn size(buf: &Self::Buf) -> usize {
+            match buf {
+                GpuBuf::Owned(b) => b.len(),
+                GpuBuf::Borrowed(b) => b.size_bytes(),
+            }
+        }
+
+        fn zero(&self, buf: &mut Self::Buf) -> Result<(), GpuMsmError> {
+            Ok(self.kernels.stream.memset_zero(buf.owned_mut()?)?)
+        }
+
+        fn upload(&self, dst: &mut Self::Buf, src: &[u8]) -> Result<(), GpuMsmError> {
+            Ok(self.kernels.stream.copy_to_device(src, dst.owned_mut()?)?)
+        }
+
+        fn upload_on_copy_lane(&self, dst: &mut Self::Buf, src: &[u8]) -> Result<(), GpuMsmError> {
+            Ok(self.kernels.copy_stream.copy_to_device(src, dst.owned_mut()?)?)
+        }
+
+        fn compute_waits_for_copies(&self) -> Result<(), GpuMsmError> {
+            let event = self.kernels.copy_stream.record_event()?;
+            Ok(self.kernels.stream.wait_event(&event)?)
+        }
+
+        fn record_compute(&self) -> Result<Event, GpuMsmError> {
+            Ok(self.kernels.stream.record_event()?)
+        }
+
+        fn copies_wait_for(&self, event: &Event) -> Result<(), GpuMsmError> {
+            Ok(self.kernels.copy_stream.wait_event(event)?)
+        }
+
+        fn copy(&self, src: &Self::Buf, dst: &mut Self::Buf) -> Result<(), GpuMsmError> {
+            Ok(self.kernels.stream.copy_device(src.owned()?, dst.owned_mut()?)?)
+        }
+
+        fn download(&self, src: &Self::Buf, dst: &mut [u8]) -> Result<(), GpuMsmError> {
+            Ok(self.kernels.stream.copy_to_host(src.owned()?, dst)?)
+        }
+
+        fn launch(
+            &self,
+            kernel: &'static str,
+            grid: u32,
+            block: u32,
+            args: &[Arg<'_, Self::Buf>],
+        ) -> Result<(), GpuMsmError> {
+            let function = self.kernels.kernel(kernel)?;
+            let mut kargs = KernelArgs::new();
+            for arg in args {
+                match arg {
+                    Arg::Buf(GpuBuf::Owned(b)) => {
+                        kargs.buffer(b);
+                    }
+                    Arg::Buf(GpuBuf::Borrowed(b)) => b.push(&mut kargs),
+                    Arg::U32(v) => {
+                        kargs.value(*v);
+                    }
+                    Arg::U64(v) => {
+                        kargs.value(*v);
+                    }
+                }
+            }
+            let config = LaunchConfig { grid: (grid, 1, 1), block: (block, 1, 1), shared_bytes: 0 };
+            // SAFETY: every launch wrapper (pippenger.rs, batch.rs, testops.rs) passes the
+            // arguments of its kernel in order with the types of its C signature (buffers as
+            // pointers, `U32`/`U64` as uint32_t/uint64_t) and sizes the buffers for the indices
+            // the kernel's header comment states for that launch shape. Buffers live until the
+            // driver function that launched returns, after a download on the same stream.
+            unsafe { function.launch(&self.kernels.stream, config, &kargs)? };
+            Ok(())
+        }
+    }
+}
+
+#[cfg(feature = "emu")]
+pub(crate) use emu::EmuExec;
+
+#[cfg(feature = "emu")]
+mod emu {
+    use std::ffi::{c_char, c_void, CString};
+
+    use super::{Arg, Exec};
+    use crate::gpu::GpuMsmError;
+
+    extern "C" {
+        /// kernels/emu/emu.cpp: runs a kernel on the host; 0, or -1 for an unknown name.
+        fn cuzk_msm_emu_launch(
+            name: *const c_char,
+            grid: u32,
+            block: u32,
+            params: *mut *mut c_void,
+        ) -> i32;
+    }
+
+    /// Host memory standing in for device memory, 8-byte aligned, filled with a poison pattern
+    /// when allocated so that reading what nothing wrote shows.
+    pub(crate) struct EmuBuf {
+        ptr: *mut u64,
+        words: usize,
+        bytes: usize,
+    }
+
+    impl std::fmt::Debug for EmuBuf {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "EmuBuf({} bytes)", self.bytes)
+        }
+    }
+
+    impl EmuBuf {
+        fn new(bytes: usize) -> Self {
+            let words = bytes.div_ceil(8).max(1);
+            let boxed: Box<[u64]> = vec![0xa5a5_a5a5_a5a5_a5a5u64; words].into_boxed_slice();
+            Self { ptr: Box::into_raw(boxed).cast::<u64>(), words, bytes }
+        }
+
+        fn bytes(&self) -> &[u8] {
+            // SAFETY: `ptr` owns `words` initialised u64s, of which the first `bytes` bytes are
+            // the buffer; kernels only write it while the driver waits for them.
+            unsafe { std::slice::from_raw_parts(self.ptr.cast::<u8>(), self.bytes) }
+        }
+
+        fn bytes_mut(&mut self) -> &mut [u8] {
+            // SAFETY: as in `bytes`, and `&mut self` makes this the only view.
+            unsafe { std::slice::from_raw_parts_mut(self.ptr.cast::<u8>(), self.bytes) }
+        }
+    }
+
+    impl Drop for EmuBuf {
+        fn drop(&mut self) {
+            // SAFETY: `ptr` and `words` come from `Box::into_raw` of a `[u64]` of that length.
+            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr, self.words)) });
+        }
+    }
+
+    /// [`Exec`] on the host emulator, pretending to have `sm_count` multiprocessors.
+    #[derive(Debug, Clone, Copy)]
+    pub(crate) struct EmuExec {
+        pub(crate) sm_count: u32,
+    }
+
+    fn same_size(expected: usize, got: usize) -> Result<(), GpuMsmError> {
+        if expected == got {
+            Ok(())
+        } else {
+            Err(GpuMsmError::Emulator(format!("copy of {got} bytes into {expected}")))
+        }
+    }
+
+    impl Exec for EmuExec {
+        type Buf = EmuBuf;
+        type Event = ();
+
+        fn sm_count(&self) -> u32 {
+            self.sm_count
+        }
+
+        fn alloc(&self, bytes: usize) -> Result<EmuBuf, GpuMsmError> {
+            Ok(EmuBuf::new(bytes))
+        }
+
+        fn size(buf: &EmuBuf) -> usize {
+            buf.bytes
+        }
+
+        fn zero(&self, buf: &mut EmuBuf) -> Result<(), GpuMsmError> {
+            buf.bytes_mut().fill(0);
+            Ok(())
+        }
+
+        fn upload(&self, dst: &mut EmuBuf, src: &[u8]) -> Result<(), GpuMsmError> {
+            same_size(dst.bytes, src.len())?;
+            dst.bytes_mut().copy_from_slice(src);
+            Ok(())
+        }
+
+        fn upload_on_copy_lane(&self, dst: &mut EmuBuf, src: &[u8]) -> Result<(), GpuMsmError> {
+            self.upload(dst, src)
+        }
+
+        fn compute_waits_for_copies(&self) -> Result<(), GpuMsmError> {
+            Ok(())
+        }
+
+        fn record_compute(&self) -> Result<(), GpuMsmError> {
+            Ok(())
+        }
+
+        fn copies_wait_for(&self, _event: &()) -> Result<(), GpuMsmError> {
+            Ok(())
+        }
+
+        fn copy(&self, src: &EmuBuf, dst: &mut EmuBuf) -> Result<(), GpuMsmError> {
+            same_size(dst.bytes, src.bytes)?;
+            dst.bytes_mut().copy_from_slice(src.bytes());
+            Ok(())
+        }
+
+        fn download(&self, src: &EmuBuf, dst: &mut [u8]) -> Result<(), GpuMsmError> {
+            same_size(src.bytes, dst.len())?;
+            dst.copy_from_slice(src.bytes());
+            Ok(())
+        }
+
+        fn launch(
+            &self,
+            kernel: &'static str,
+            grid: u32,
+            block: u32,
+            args: &[Arg<'_, EmuBuf>],
+        ) -> Result<(), GpuMsmError> {
+            // One 8-byte slot per argument holding its value (a buffer's host address, or the
+            // integer in its low bytes), and the array of pointers to the slots the launcher
+            // takes, as cuLaunchKernel does.
+            let mut slots: Vec<u64> = args
+                .iter()
+                .map(|arg| match arg {
+                    Arg::Buf(b) => b.ptr as u64,
+                    Arg::U32(v) => u64::from(*v),
+                    Arg::U64(v) => *v,
+                })
+                .collect();
+            let mut params: Vec<*mut c_void> =
+                slots.iter_mut().map(|s| (s as *mut u64).cast::<c_void>()).collect();
+            let name = CString::new(kernel).expect("kernel names have no NUL");
+            // SAFETY: the launch wrappers pass each kernel its arguments in order and with its
+            // C types, with buffers large enough for the kernel's indices (as on the device);
+            // `slots` and `params` outlive the synchronous call; on a little-endian host a
+            // uint32_t parameter reads the low half of its slot.
+            let status = unsafe { cuzk_msm_emu_launch(name.as_ptr(), grid, block, params.as_mut_ptr()) };
+            if status == 0 {
+                Ok(())
+            } else {
+                Err(GpuMsmError::Emulator(format!("no kernel named {kernel}")))
+            }
+        }
+    }
+}

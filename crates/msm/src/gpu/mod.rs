@@ -1,0 +1,316 @@
+//! MSM and batch addition on the GPU, for G1 and G2 (feature `cuda`).
+//!
+//! [`GpuMsm`] loads the kernels of `kernels/msm/` on a device and runs
+//!
+//! - [`GpuMsm::msm`]: `Σ sᵢ·Pᵢ` by Pippenger's method with signed-digit windows, bases and
+//!   scalars either resident in device memory ([`Bases::Device`], [`Scalars::Device`]) or
+//!   streamed from host memory in chunks whose copies overlap the work on the previous chunk
+//!   ([`Bases::Host`], [`Scalars::Host`]). Scalars are read in Montgomery form (blstrs
+//!   [`Scalar`](cuzk_field::Scalar)s) or canonical, as the caller says ([`ScalarForm`]).
+//! - [`GpuMsm::batch_add`]: the sum of the bases a bitmap or an index list selects.
+//!
+//! The results are the CPU reference's ([`crate::naive_msm`], [`crate::reference::msm`],
+//! [`crate::batch_add`]), point for point: every step is exact group arithmetic.
+//!
+//! # The algorithm
+//!
+//! A [`MsmPlan`], fixed before anything runs, picks the window width from the number of points
+//! and the device's size, splits the points into chunks, and states the device memory it needs
+//! ([`MsmPlan::device_bytes`], [`device_bytes_needed`]). Per chunk, the kernels cut each scalar
+//! into signed digits, sort the (bucket, point) pairs by bucket with a counting sort, and sum each
+//! bucket's points with mixed additions into XYZZ buckets. The sums run over the sorted list in
+//! equal segments per thread, so a bucket that many points fall into (a repeated scalar) costs no
+//! more than any other and no two threads ever add into the same bucket; runs that cross a
+//! segment's edge are passed on as partial sums and merged the same way. After the last chunk
+//! the buckets of each window are reduced to `Σ k·B_k` by running sums over segments, level by
+//! level, and the host adds up the last few sums and combines the windows. `kernels/msm/msm.cu`
+//! states each kernel's work and memory traffic.
+//!
+//! # Testing without a GPU
+//!
+//! The driver code is written against a small execution trait (`exec.rs`): on a device it goes
+//! through cuzk-gpu; with the `emu` feature the same kernel sources are compiled for the host by
+//! the C++ compiler and run by a small emulator (`kernels/emu/`), so the differential tests of
+//! this module run on any machine (`cargo test -p cuzk-msm --features emu`), slowly, at small
+//! sizes. On a device they run at larger sizes too.
+//!
+//! **Architecture invariant:** this module reaches the driver only through cuzk-gpu.
+
+mod batch;
+mod curve;
+mod exec;
+mod pippenger;
+mod plan;
+pub mod testops;
+#[cfg(test)]
+mod tests;
+
+use crate::MsmError;
+
+pub use curve::{DeviceElement, GpuCurve};
+pub use plan::{
+    device_bytes_needed, num_windows, Group, MsmPlan, DEFAULT_RESIDENT_CHUNK,
+    DEFAULT_STREAMED_CHUNK,
+};
+
+#[cfg(feature = "cuda")]
+pub(crate) use curve::KERNEL_NAMES;
+
+/// How the 32 bytes of a scalar are to be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ScalarForm {
+    /// Montgomery form, as blstrs keeps a [`Scalar`](cuzk_field::Scalar) in memory.
+    Montgomery,
+    /// The canonical integer, little-endian. Values at or above the group order `r` are
+    /// reduced modulo `r` on the device (the host entry points reject them, as the CPU does).
+    Canonical,
+}
+
+/// Errors of the GPU MSM.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuMsmError {
+    /// Bad input: lengths that differ, an index out of range, a non-canonical scalar…
+    #[error(transparent)]
+    Input(#[from] MsmError),
+    /// The driver or the device failed (or there is none).
+    #[error(transparent)]
+    Gpu(#[from] cuzk_gpu::GpuError),
+    /// A size the kernels cannot index (more than 2^32 of something in one launch).
+    #[error("too large for the kernels: {0}")]
+    TooLarge(String),
+    /// The device returned a coordinate that is not a canonical field element: a kernel bug.
+    #[error("the device returned a point whose coordinates are not canonical")]
+    BadDeviceResult,
+    /// The host emulator failed.
+    #[error("kernel emulator: {0}")]
+    Emulator(String),
+    /// A bug in this module (a plan for another group, a missing kernel).
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+#[cfg(feature = "cuda")]
+pub use device::{Bases, GpuMsm, Scalars};
+
+#[cfg(feature = "cuda")]
+#[allow(unsafe_code)]
+mod device {
+    use cuzk_field::layout::{scalars_as_limbs, FrLimbs};
+    use cuzk_field::Scalar;
+    use cuzk_gpu::{Device, DeviceBuffer, Stream};
+
+    use super::curve::affine_bytes;
+    use super::exec::{as_bytes, GpuBuf, GpuExec, GpuKernels};
+    use super::pippenger::{self, Source};
+    use super::testops::{self, FieldOp, PointOp};
+    use super::{GpuCurve, GpuMsmError, Group, MsmPlan, ScalarForm, DEFAULT_STREAMED_CHUNK};
+    use crate::scalar::first_non_canonical;
+    use crate::{MsmError, Selection};
+
+    /// The bases of an MSM.
+    #[derive(Debug)]
+    pub enum Bases<'a, C: GpuCurve> {
+        /// In device memory, in blst's layout (see [`GpuMsm::upload_bases`]), on this
+        /// [`GpuMsm`]'s stream or synchronised with it.
+        Device(&'a DeviceBuffer<C::AffineLimbs>),
+        /// In host memory: streamed to the device in chunks.
+        Host(&'a [C::Affine]),
+    }
+
+    /// The scalars of an MSM.
+    #[derive(Debug)]
+    pub enum Scalars<'a> {
+        /// In device memory, 32 bytes each, in the given form.
+        Device(&'a DeviceBuffer<FrLimbs>, ScalarForm),
+        /// blstrs scalars in host memory (Montgomery form): streamed in chunks.
+        Host(&'a [Scalar]),
+        /// Canonical little-endian scalars in host memory, each below `r`: streamed in chunks.
+        HostCanonical(&'a [[u8; 32]]),
+    }
+
+    impl<C: GpuCurve> Bases<'_, C> {
+        fn len(&self) -> usize {
+            match self {
+                Bases::Device(b) => b.len(),
+                Bases::Host(h) => h.len(),
+            }
+        }
+    }
+
+    impl Scalars<'_> {
+        fn len(&self) -> usize {
+            match self {
+                Scalars::Device(b, _) => b.len(),
+                Scalars::Host(h) => h.len(),
+                Scalars::HostCanonical(h) => h.len(),
+            }
+        }
+    }
+
+    /// The MSM kernels loaded on one device, with a compute stream and a copy stream.
+    #[derive(Debug)]
+    pub struct GpuMsm {
+        kernels: GpuKernels,
+    }
+
+    impl GpuMsm {
+        /// Loads the kernels on `device`.
+        pub fn new(device: &Device) -> Result<Self, GpuMsmError> {
+            Ok(Self { kernels: GpuKernels::load(device)? })
+        }
+
+        /// The device.
+        pub fn device(&self) -> &Device {
+            &self.kernels.device
+        }
+
+        /// The stream every MSM runs on. Inputs uploaded on another stream must be ordered
+        /// before it (or synchronised).
+        pub fn stream(&self) -> &Stream {
+            &self.kernels.stream
+        }
+
+        fn exec(&self) -> GpuExec<'_> {
+            GpuExec { kernels: &self.kernels }
+        }
+
+        /// The plan this device uses for `n` points with bases and scalars on the device.
+        pub fn plan(&self, n: usize, group: Group) -> MsmPlan {
+            MsmPlan::new(n, group, self.kernels.device.info().sm_count)
+        }
+
+        /// Copies bases to the device (on [`stream`](Self::stream)).
+        pub fn upload_bases<C: GpuCurve>(
+            &self,
+            bases: &[C::Affine],
+        ) -> Result<DeviceBuffer<C::AffineLimbs>, GpuMsmError> {
+            Ok(self.kernels.stream.upload(C::affines_as_limbs(bases))?)
+        }
+
+        /// Copies blstrs scalars to the device (on [`stream`](Self::stream)); they stay in
+        /// Montgomery form.
+        pub fn upload_scalars(&self, scalars: &[Scalar]) -> Result<DeviceBuffer<FrLimbs>, GpuMsmError> {
+            Ok(self.kernels.stream.upload(scalars_as_limbs(scalars))?)
+        }
+
+        /// `Σ sᵢ·Pᵢ` with this device's plan (chunks of [`DEFAULT_STREAMED_CHUNK`] points
+        /// when an input streams from host memory).
+        pub fn msm<C: GpuCurve>(
+            &self,
+            bases: Bases<'_, C>,
+            scalars: Scalars<'_>,
+        ) -> Result<C::Projective, GpuMsmError> {
+            let mut plan = self.plan(bases.len(), C::GROUP);
+            if matches!(bases, Bases::Host(_)) || !matches!(scalars, Scalars::Device(..)) {
+                plan = plan.with_max_chunk(DEFAULT_STREAMED_CHUNK);
+            }
+            self.msm_with_plan(&plan, bases, scalars)
+        }
+
+        /// `Σ sᵢ·Pᵢ` by a given plan (for `C`'s group and the number of points).
+        pub fn msm_with_plan<C: GpuCurve>(
+            &self,
+            plan: &MsmPlan,
+            bases: Bases<'_, C>,
+            scalars: Scalars<'_>,
+        ) -> Result<C::Projective, GpuMsmError> {
+            if bases.len() != scalars.len() {
+                return Err(MsmError::LengthMismatch { bases: bases.len(), scalars: scalars.len() }.into());
+            }
+            if plan.group != C::GROUP || plan.n_points != bases.len() {
+                return Err(GpuMsmError::Internal(format!(
+                    "a plan for {} points in {:?} used for {} points in {:?}",
+                    plan.n_points,
+                    plan.group,
+                    bases.len(),
+                    C::GROUP
+                )));
+            }
+            if let Scalars::HostCanonical(s) = &scalars {
+                if let Some(index) = first_non_canonical(s) {
+                    return Err(MsmError::NonCanonicalScalar { index }.into());
+                }
+            }
+            let borrowed_bases;
+            let base_source = match &bases {
+                Bases::Device(b) => {
+                    borrowed_bases = GpuBuf::Borrowed(*b);
+                    Source::Device(&borrowed_bases)
+                }
+                Bases::Host(h) => Source::Host(affine_bytes::<C>(h)),
+            };
+            let borrowed_scalars;
+            let (scalar_source, form) = match &scalars {
+                Scalars::Device(b, form) => {
+                    borrowed_scalars = GpuBuf::Borrowed(*b);
+                    (Source::Device(&borrowed_scalars), *form)
+                }
+                Scalars::Host(h) => {
+                    // SAFETY: FrLimbs is `repr(C)` over `[u32; 8]`: no padding.
+                    (Source::Host(unsafe { as_bytes(scalars_as_limbs(h)) }), ScalarForm::Montgomery)
+                }
+                Scalars::HostCanonical(h) => {
+                    // SAFETY: byte arrays have no padding.
+                    (Source::Host(unsafe { as_bytes(h) }), ScalarForm::Canonical)
+                }
+            };
+            pippenger::msm::<_, C>(&self.exec(), plan, base_source, scalar_source, form)
+        }
+
+        /// `Σ_{i selected} bases[i]`. Fails, as the CPU path does, when a bitmap's length differs
+        /// from the number of bases or an index is out of range.
+        pub fn batch_add<C: GpuCurve>(
+            &self,
+            bases: &DeviceBuffer<C::AffineLimbs>,
+            selection: Selection<'_>,
+        ) -> Result<C::Projective, GpuMsmError> {
+            let borrowed = GpuBuf::Borrowed(bases);
+            super::batch::batch_add::<_, C>(&self.exec(), &borrowed, bases.len(), selection)
+        }
+
+        /// Runs an element-wise field test kernel (`degree` 1: Fp, 2: Fp2) over limb bytes.
+        #[doc(hidden)]
+        pub fn test_field(&self, degree: usize, op: FieldOp, a: &[u8], b: &[u8]) -> Result<Vec<u8>, GpuMsmError> {
+            testops::msm_test_field(&self.exec(), degree, op, a, b)
+        }
+
+        /// Runs an element-wise point test kernel over device-layout bytes.
+        #[doc(hidden)]
+        pub fn test_point<C: GpuCurve>(
+            &self,
+            op: PointOp,
+            a: &[u8],
+            b: &[u8],
+            p: &[u8],
+        ) -> Result<Vec<u8>, GpuMsmError> {
+            testops::msm_test_point::<_, C>(&self.exec(), op, a, b, p)
+        }
+
+        /// Measures the device's Fp multiplication rate (multiplications per second) with the
+        /// throughput probe: `blocks_per_sm` blocks of 256 threads per multiprocessor, `iters`
+        /// multiplications per chain, the median of `reps` timed launches after one warm-up.
+        pub fn fp_mul_rate(&self, blocks_per_sm: u32, iters: u32, reps: usize) -> Result<f64, GpuMsmError> {
+            use super::exec::Exec;
+            let exec = self.exec();
+            let block = 256u32;
+            let threads = (block * blocks_per_sm.max(1) * exec.sm_count()) as usize;
+            let mut data = exec.alloc(threads * 96)?;
+            // Any bytes below p work as inputs; small ones are: fill with 0x01.
+            let bytes: Vec<u8> = (0..threads * 96)
+                .map(|i| if i % 48 == 47 { 0 } else { 1 })
+                .collect();
+            exec.upload(&mut data, &bytes)?;
+            testops::msm_bench_fp_mul(&exec, &data, threads, block, iters)?;
+            let mut times = Vec::with_capacity(reps);
+            let mut muls = 0;
+            for _ in 0..reps.max(1) {
+                let start = self.kernels.stream.record_event()?;
+                muls = testops::msm_bench_fp_mul(&exec, &data, threads, block, iters)?;
+                let end = self.kernels.stream.record_event()?;
+                times.push(f64::from(start.elapsed_ms(&end)?));
+            }
+            times.sort_by(f64::total_cmp);
+            Ok(muls as f64 / (times[times.len() / 2] * 1e-3))
+        }
+    }
+}

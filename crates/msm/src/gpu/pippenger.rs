@@ -1,0 +1,466 @@
+//! The MSM driver: launch wrappers of kernels/msm/msm.cu (one per kernel, same name) and the
+//! sequence that runs them, written once for any [`Exec`] and for G1 and G2.
+//!
+//! Per chunk of points: digits, prefix sum, scatter (a counting sort by bucket), the first level of
+//! the segmented bucket sums, then merge levels until one thread holds what is left. Bases and
+//! scalars are either on the device (read in place, at the chunk's offset) or in host memory,
+//! copied on the copy lane into a ring of two staging buffers (plus one for a shorter last chunk)
+//! while the compute lane works on the previous chunk. After the last chunk the buckets are
+//! reduced level by level on the device; the last few sums of each window and the combination of
+//! the windows run on the host.
+
+use super::curve::{kernels_of, GpuCurve};
+use super::exec::{blocks, u32_arg, Arg, Exec};
+use super::plan::{MsmPlan, INT_BLOCK, MERGE_SEG, POINT_BLOCK};
+use super::{GpuMsmError, ScalarForm};
+use crate::reference::combine_windows;
+
+/// Where an input lives: already in device memory, or in host memory (streamed in chunks).
+pub(crate) enum Source<'a, B> {
+    Device(&'a B),
+    Host(&'a [u8]),
+}
+
+impl<B> Source<'_, B> {
+    fn is_host(&self) -> bool {
+        matches!(self, Source::Host(_))
+    }
+}
+
+/// Device memory of one MSM.
+struct Workspace<B> {
+    buckets: B,
+    counts: B,
+    cursor: B,
+    scan: Vec<B>,
+    keys: B,
+    sorted_key: B,
+    sorted_ref: B,
+    part_keys: [B; 2],
+    part_points: [B; 2],
+}
+
+impl<B> Workspace<B> {
+    fn new<E: Exec<Buf = B>>(exec: &E, plan: &MsmPlan) -> Result<Self, GpuMsmError> {
+        let xyzz = plan.group.xyzz_bytes();
+        let g = plan.total_buckets();
+        let entries = plan.entries_per_chunk();
+        let t0 = plan.accumulate_threads(plan.chunk_len);
+        let t1 = MsmPlan::merge_levels(t0).first().map_or(1, |l| l.n_threads);
+        let scan = MsmPlan::scan_levels(g + 1)
+            .into_iter()
+            .map(|len| exec.alloc(4 * len))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            buckets: exec.alloc(g * xyzz)?,
+            counts: exec.alloc(4 * (g + 1))?,
+            cursor: exec.alloc(4 * (g + 1))?,
+            scan,
+            keys: exec.alloc(4 * entries)?,
+            sorted_key: exec.alloc(4 * entries)?,
+            sorted_ref: exec.alloc(4 * entries)?,
+            part_keys: [exec.alloc(4 * 2 * t0)?, exec.alloc(4 * 2 * t1)?],
+            part_points: [exec.alloc(xyzz * 2 * t0)?, exec.alloc(xyzz * 2 * t1)?],
+        })
+    }
+}
+
+/// Staging buffers for inputs streamed from host memory: slots 0 and 1 take full chunks in turn,
+/// slot 2 a shorter last chunk.
+struct Staging<B> {
+    slots: [Option<B>; 3],
+    element_bytes: usize,
+}
+
+impl<B> Staging<B> {
+    fn new<E: Exec<Buf = B>>(
+        exec: &E,
+        plan: &MsmPlan,
+        element_bytes: usize,
+        needed: bool,
+    ) -> Result<Self, GpuMsmError> {
+        let mut slots = [None, None, None];
+        if needed {
+            let tail = plan.n_points - (plan.n_chunks - 1) * plan.chunk_len;
+            slots[0] = Some(exec.alloc(plan.chunk_len * element_bytes)?);
+            if plan.n_chunks > 1 {
+                slots[1] = Some(exec.alloc(plan.chunk_len * element_bytes)?);
+            }
+            if tail != plan.chunk_len {
+                slots[2] = Some(exec.alloc(tail * element_bytes)?);
+            }
+        }
+        Ok(Self { slots, element_bytes })
+    }
+}
+
+/// The slot of chunk `chunk` of `m` points.
+fn slot_of(plan: &MsmPlan, chunk: usize, m: usize) -> usize {
+    if m != plan.chunk_len {
+        2
+    } else {
+        chunk % 2
+    }
+}
+
+/// `Σ sᵢ·Pᵢ` by `plan` (which must be for `C`'s group and as many points as there are).
+///
+/// `bases` holds `plan.n_points` affine points in the device layout, `scalars` as many 32-byte
+/// scalars in `form`.
+pub(crate) fn msm<E: Exec, C: GpuCurve>(
+    exec: &E,
+    plan: &MsmPlan,
+    bases: Source<'_, E::Buf>,
+    scalars: Source<'_, E::Buf>,
+    form: ScalarForm,
+) -> Result<C::Projective, GpuMsmError> {
+    if plan.n_points == 0 {
+        return Ok(C::identity());
+    }
+    let mut ws = Workspace::new(exec, plan)?;
+    exec.zero(&mut ws.buckets)?;
+    let affine = plan.group.affine_bytes();
+    let mut base_stage = Staging::new(exec, plan, affine, bases.is_host())?;
+    let mut scalar_stage = Staging::new(exec, plan, 32, scalars.is_host())?;
+    let streaming = bases.is_host() || scalars.is_host();
+    // Staging buffers were allocated on the compute lane; copies may use them only after that.
+    let mut slot_free: [Option<E::Event>; 3] = [None, None, None];
+    if streaming {
+        let allocated = exec.record_compute()?;
+        exec.copies_wait_for(&allocated)?;
+    }
+
+    for chunk in 0..plan.n_chunks {
+        let start = chunk * plan.chunk_len;
+        let m = plan.chunk_len.min(plan.n_points - start);
+        let slot = slot_of(plan, chunk, m);
+        if streaming {
+            if let Some(event) = slot_free[slot].take() {
+                exec.copies_wait_for(&event)?;
+            }
+            for (source, stage) in [(&bases, &mut base_stage), (&scalars, &mut scalar_stage)] {
+                if let Source::Host(bytes) = source {
+                    let size = stage.element_bytes;
+                    let dst = stage.slots[slot].as_mut().expect("staging slot allocated");
+                    exec.upload_on_copy_lane(dst, &bytes[start * size..(start + m) * size])?;
+                }
+            }
+            exec.compute_waits_for_copies()?;
+        }
+        let (base_buf, base_offset) = match &bases {
+            Source::Device(b) => (*b, start),
+            Source::Host(_) => (base_stage.slots[slot].as_ref().expect("staged"), 0),
+        };
+        let (scalar_buf, scalar_offset) = match &scalars {
+            Source::Device(b) => (*b, start),
+            Source::Host(_) => (scalar_stage.slots[slot].as_ref().expect("staged"), 0),
+        };
+        process_chunk::<E, C>(
+            exec,
+            plan,
+            &mut ws,
+            (base_buf, base_offset),
+            (scalar_buf, scalar_offset),
+            m,
+            form,
+        )?;
+        if streaming {
+            slot_free[slot] = Some(exec.record_compute()?);
+        }
+    }
+    finish::<E, C>(exec, plan, &mut ws)
+}
+
+/// Sorts one chunk's digits by bucket and adds its points into the buckets.
+fn process_chunk<E: Exec, C: GpuCurve>(
+    exec: &E,
+    plan: &MsmPlan,
+    ws: &mut Workspace<E::Buf>,
+    (bases, base_offset): (&E::Buf, usize),
+    (scalars, scalar_offset): (&E::Buf, usize),
+    m: usize,
+    form: ScalarForm,
+) -> Result<(), GpuMsmError> {
+    let g = plan.total_buckets();
+    let n_entries = m * plan.n_windows as usize;
+    exec.zero(&mut ws.counts)?;
+    msm_digits(exec, ws, scalars, scalar_offset, m, plan, form)?;
+    let (first, rest) = ws.scan.split_first_mut().expect("at least one scan level");
+    scan(exec, &mut ws.counts, g + 1, first, rest)?;
+    exec.copy(&ws.counts, &mut ws.cursor)?;
+    msm_scatter(exec, ws, m, n_entries)?;
+
+    let t0 = plan.accumulate_threads(m);
+    msm_accumulate::<E, C>(exec, ws, g, bases, base_offset, plan.accumulate_seg, t0)?;
+    for (i, level) in MsmPlan::merge_levels(t0).iter().enumerate() {
+        // Level i reads the partial sums level i − 1 wrote (the first level wrote array 0).
+        let (src, dst) = if i % 2 == 0 { (0, 1) } else { (1, 0) };
+        msm_merge::<E, C>(exec, ws, src, dst, level.n_in, level.n_threads)?;
+    }
+    Ok(())
+}
+
+/// msm_digits: one thread per point.
+fn msm_digits<E: Exec>(
+    exec: &E,
+    ws: &mut Workspace<E::Buf>,
+    scalars: &E::Buf,
+    scalar_offset: usize,
+    m: usize,
+    plan: &MsmPlan,
+    form: ScalarForm,
+) -> Result<(), GpuMsmError> {
+    let montgomery = u32::from(form == ScalarForm::Montgomery);
+    exec.launch(
+        "msm_digits",
+        blocks(m, INT_BLOCK)?,
+        INT_BLOCK,
+        &[
+            Arg::Buf(&ws.keys),
+            Arg::Buf(&ws.counts),
+            Arg::Buf(scalars),
+            Arg::U64(scalar_offset as u64),
+            Arg::U32(u32_arg(m, "points per chunk")?),
+            Arg::U32(plan.window_bits),
+            Arg::U32(plan.n_windows),
+            Arg::U32(montgomery),
+        ],
+    )
+}
+
+/// Exclusive prefix sum of `n` u32 of `data` in place: msm_scan_tiles, recursively over the tile
+/// sums, then msm_scan_add.
+fn scan<E: Exec>(
+    exec: &E,
+    data: &mut E::Buf,
+    n: usize,
+    tile_sums: &mut E::Buf,
+    rest: &mut [E::Buf],
+) -> Result<(), GpuMsmError> {
+    let tiles = n.div_ceil(super::plan::SCAN_TILE);
+    let n32 = u32_arg(n, "prefix-sum length")?;
+    exec.launch(
+        "msm_scan_tiles",
+        u32_arg(tiles, "scan tiles")?,
+        256,
+        &[Arg::Buf(data), Arg::Buf(tile_sums), Arg::U32(n32)],
+    )?;
+    if tiles > 1 {
+        let (next, rest) = rest.split_first_mut().expect("scan levels sized by the plan");
+        scan(exec, tile_sums, tiles, next, rest)?;
+        exec.launch(
+            "msm_scan_add",
+            blocks(n, INT_BLOCK)?,
+            INT_BLOCK,
+            &[Arg::Buf(data), Arg::Buf(tile_sums), Arg::U32(n32)],
+        )?;
+    }
+    Ok(())
+}
+
+/// msm_scatter: one thread per (window, point) entry.
+fn msm_scatter<E: Exec>(
+    exec: &E,
+    ws: &mut Workspace<E::Buf>,
+    m: usize,
+    n_entries: usize,
+) -> Result<(), GpuMsmError> {
+    exec.launch(
+        "msm_scatter",
+        blocks(n_entries, INT_BLOCK)?,
+        INT_BLOCK,
+        &[
+            Arg::Buf(&ws.sorted_key),
+            Arg::Buf(&ws.sorted_ref),
+            Arg::Buf(&ws.cursor),
+            Arg::Buf(&ws.keys),
+            Arg::U32(u32_arg(m, "points per chunk")?),
+            Arg::U32(u32_arg(n_entries, "sort entries")?),
+        ],
+    )
+}
+
+/// msm_accumulate_<g>: the first level of the bucket sums, `n_threads` threads of `seg` entries.
+fn msm_accumulate<E: Exec, C: GpuCurve>(
+    exec: &E,
+    ws: &mut Workspace<E::Buf>,
+    total_buckets: usize,
+    bases: &E::Buf,
+    base_offset: usize,
+    seg: usize,
+    n_threads: usize,
+) -> Result<(), GpuMsmError> {
+    exec.launch(
+        kernels_of::<C>().accumulate,
+        blocks(n_threads, POINT_BLOCK)?,
+        POINT_BLOCK,
+        &[
+            Arg::Buf(&ws.buckets),
+            Arg::Buf(&ws.part_keys[0]),
+            Arg::Buf(&ws.part_points[0]),
+            Arg::Buf(&ws.sorted_key),
+            Arg::Buf(&ws.sorted_ref),
+            Arg::Buf(&ws.counts),
+            Arg::U32(u32_arg(total_buckets, "buckets")?),
+            Arg::Buf(bases),
+            Arg::U64(base_offset as u64),
+            Arg::U32(u32_arg(seg, "segment")?),
+            Arg::U32(u32_arg(n_threads, "threads")?),
+        ],
+    )
+}
+
+/// msm_merge_<g>: one merge level from partial-sum array `src` into array `dst`.
+fn msm_merge<E: Exec, C: GpuCurve>(
+    exec: &E,
+    ws: &mut Workspace<E::Buf>,
+    src: usize,
+    dst: usize,
+    n_in: usize,
+    n_threads: usize,
+) -> Result<(), GpuMsmError> {
+    exec.launch(
+        kernels_of::<C>().merge,
+        blocks(n_threads, POINT_BLOCK)?,
+        POINT_BLOCK,
+        &[
+            Arg::Buf(&ws.buckets),
+            Arg::Buf(&ws.part_keys[dst]),
+            Arg::Buf(&ws.part_points[dst]),
+            Arg::Buf(&ws.part_keys[src]),
+            Arg::Buf(&ws.part_points[src]),
+            Arg::U32(u32_arg(n_in, "partial sums")?),
+            Arg::U32(MERGE_SEG as u32),
+            Arg::U32(u32_arg(n_threads, "threads")?),
+        ],
+    )
+}
+
+/// msm_reduce_<g>: one level of the bucket reduction.
+#[allow(clippy::too_many_arguments)]
+fn msm_reduce<E: Exec, C: GpuCurve>(
+    exec: &E,
+    out_c: &E::Buf,
+    out_r: &E::Buf,
+    in_c: &E::Buf,
+    in_r: &E::Buf,
+    n_segments: usize,
+    seg: usize,
+    scale_log2: u32,
+    first: bool,
+) -> Result<(), GpuMsmError> {
+    exec.launch(
+        kernels_of::<C>().reduce,
+        blocks(n_segments, POINT_BLOCK)?,
+        POINT_BLOCK,
+        &[
+            Arg::Buf(out_c),
+            Arg::Buf(out_r),
+            Arg::Buf(in_c),
+            Arg::Buf(in_r),
+            Arg::U32(u32_arg(n_segments, "segments")?),
+            Arg::U32(u32_arg(seg, "segment")?),
+            Arg::U32(scale_log2),
+            Arg::U32(u32::from(first)),
+        ],
+    )
+}
+
+/// Downloads a buffer of XYZZ points.
+pub(crate) fn download_points<E: Exec, C: GpuCurve>(
+    exec: &E,
+    buf: &E::Buf,
+) -> Result<Vec<C::Projective>, GpuMsmError> {
+    let xyzz = C::GROUP.xyzz_bytes();
+    let mut bytes = vec![0u8; E::size(buf)];
+    exec.download(buf, &mut bytes)?;
+    bytes.chunks_exact(xyzz).map(C::projective_from_xyzz).collect()
+}
+
+/// `Σ_i (i + weight_offset)·points[i]` (offset 0 or 1) by running sums from the top: after
+/// visiting index t, `running = Σ_{i≥t} P_i`, and adding it once for every t ≥ 1 adds each `P_i`
+/// exactly i times; the offset adds `running` (all points) once more.
+fn weighted_sum<C: GpuCurve>(points: &[C::Projective], weight_offset: usize) -> C::Projective {
+    let mut running = C::identity();
+    let mut weighted = C::identity();
+    for (i, p) in points.iter().enumerate().rev() {
+        C::add_assign(&mut running, p);
+        if i >= 1 {
+            C::add_assign(&mut weighted, &running);
+        }
+    }
+    if weight_offset == 1 {
+        C::add_assign(&mut weighted, &running);
+    }
+    weighted
+}
+
+/// Reduces the buckets, finishes each window on the host and combines the windows.
+fn finish<E: Exec, C: GpuCurve>(
+    exec: &E,
+    plan: &MsmPlan,
+    ws: &mut Workspace<E::Buf>,
+) -> Result<C::Projective, GpuMsmError> {
+    let w = plan.n_windows as usize;
+    let xyzz = plan.group.xyzz_bytes();
+    let (levels, final_len, final_scale) = plan.reduce_levels();
+    let mut window_sums = Vec::with_capacity(w);
+    if levels.is_empty() {
+        // Few buckets: Σ_k k·B_k on the host, bucket k at index k − 1.
+        let buckets = download_points::<E, C>(exec, &ws.buckets)?;
+        for window in buckets.chunks_exact(final_len) {
+            window_sums.push(weighted_sum::<C>(window, 1));
+        }
+    } else {
+        // Levels alternate between two pairs of (C, R) arrays, each allocated at the size of the
+        // first level that writes it; the last level writes exact-size arrays for the download.
+        let mut scratch: [Option<(E::Buf, E::Buf)>; 2] = [None, None];
+        let mut last_pair: Option<(E::Buf, E::Buf)> = None;
+        let mut out_len = plan.buckets_per_window();
+        for (i, level) in levels.iter().enumerate() {
+            out_len /= level.seg;
+            let n_segments = w * out_len;
+            let last = i + 1 == levels.len();
+            if last {
+                last_pair = Some((exec.alloc(n_segments * xyzz)?, exec.alloc(n_segments * xyzz)?));
+            } else if scratch[i % 2].is_none() {
+                scratch[i % 2] =
+                    Some((exec.alloc(n_segments * xyzz)?, exec.alloc(n_segments * xyzz)?));
+            }
+            let (out_c, out_r) =
+                if last { last_pair.as_ref() } else { scratch[i % 2].as_ref() }.expect("allocated");
+            let (in_c, in_r) = if level.first {
+                (&ws.buckets, &ws.buckets)
+            } else {
+                let prev = scratch[(i - 1) % 2].as_ref().expect("written by the previous level");
+                (&prev.0, &prev.1)
+            };
+            msm_reduce::<E, C>(
+                exec,
+                out_c,
+                out_r,
+                in_c,
+                in_r,
+                n_segments,
+                level.seg,
+                level.scale_log2,
+                level.first,
+            )?;
+        }
+        let (c_buf, r_buf) = last_pair.as_ref().expect("the last level ran");
+        let c = download_points::<E, C>(exec, c_buf)?;
+        let r = download_points::<E, C>(exec, r_buf)?;
+        for (c_window, r_window) in c.chunks_exact(final_len).zip(r.chunks_exact(final_len)) {
+            // Σ_s C_s + 2^scale · Σ_s s·R_s.
+            let mut scaled = weighted_sum::<C>(r_window, 0);
+            for _ in 0..final_scale {
+                scaled = C::double(&scaled);
+            }
+            for c_s in c_window {
+                C::add_assign(&mut scaled, c_s);
+            }
+            window_sums.push(scaled);
+        }
+    }
+    Ok(combine_windows::<C>(&window_sums, plan.window_bits))
+}

@@ -1,0 +1,389 @@
+//! The shape of a GPU MSM, decided before anything runs: window width, chunks of points, segment
+//! lengths of the bucket sums and reductions, and the device memory all of it takes.
+//!
+//! Nothing here touches a device, so the pool can ask [`device_bytes_needed`] (or
+//! [`MsmPlan::device_bytes`]) to reserve memory in advance.
+
+use crate::reference::MAX_WINDOW_BITS;
+
+/// The group an MSM runs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Group {
+    /// BLS12-381 G1 (coordinates in Fp).
+    G1,
+    /// BLS12-381 G2 (coordinates in Fp2).
+    G2,
+}
+
+impl Group {
+    /// Bytes of an affine point on the device (blst's layout).
+    pub const fn affine_bytes(self) -> usize {
+        match self {
+            Group::G1 => 96,
+            Group::G2 => 192,
+        }
+    }
+
+    /// Bytes of an XYZZ point (a bucket or a partial sum) on the device.
+    pub const fn xyzz_bytes(self) -> usize {
+        match self {
+            Group::G1 => 192,
+            Group::G2 => 384,
+        }
+    }
+
+    /// The widest window the planner picks: buckets of the widest window take
+    /// `(255/c + 1) · 2^(c−1)` XYZZ points (4.8 GB in G1 at 22 bits).
+    pub const fn max_window_bits(self) -> u32 {
+        match self {
+            Group::G1 => 22,
+            Group::G2 => 21,
+        }
+    }
+
+    /// Field multiplications (Fp) of a mixed addition in this group: 10 in G1, 28 in G2
+    /// (an Fp2 multiplication is 3 Fp multiplications, a squaring 2).
+    pub const fn mixed_add_muls(self) -> u64 {
+        match self {
+            Group::G1 => 10,
+            Group::G2 => 28,
+        }
+    }
+
+    /// Field multiplications (Fp) of a full XYZZ addition: 14 in G1, 40 in G2.
+    pub const fn full_add_muls(self) -> u64 {
+        match self {
+            Group::G1 => 14,
+            Group::G2 => 40,
+        }
+    }
+}
+
+/// Points per chunk when bases and scalars are on the device: bounds the sort's scratch memory
+/// (about 12·W bytes per point) and the partial sums.
+pub const DEFAULT_RESIDENT_CHUNK: usize = 1 << 24;
+
+/// Points per chunk when bases or scalars stream from host memory: small enough that the copy of
+/// one chunk overlaps the work on the previous one.
+pub const DEFAULT_STREAMED_CHUNK: usize = 1 << 22;
+
+/// Threads per block of the point kernels.
+pub(crate) const POINT_BLOCK: u32 = 128;
+/// Threads per block of the integer kernels (digits, scan, scatter).
+pub(crate) const INT_BLOCK: u32 = 256;
+/// Entries per thread in the merge levels of the bucket sums.
+pub(crate) const MERGE_SEG: usize = 16;
+/// Buckets (or sums) per thread in each level of the bucket reduction.
+pub(crate) const REDUCE_SEG: usize = 16;
+/// A window's reduction ends on the host once it is down to this many sums.
+pub(crate) const REDUCE_FINAL: usize = 16;
+/// Entries per tile of the prefix sum (kernels/msm/msm.cu, MSM_SCAN_TILE).
+pub(crate) const SCAN_TILE: usize = 2048;
+
+/// The number of windows of `c` bits that hold a scalar of at most 254 bits plus the carry of
+/// its signed digits (the kernels negate scalars above (r − 1)/2): `⌈255/c⌉`.
+pub const fn num_windows(window_bits: u32) -> u32 {
+    255u32.div_ceil(window_bits)
+}
+
+/// One level of the segmented bucket sums after the first (see kernels/msm/msm.cu).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MergeLevel {
+    /// Keyed partial sums read.
+    pub(crate) n_in: usize,
+    /// Threads (each writes two partial sums for the next level).
+    pub(crate) n_threads: usize,
+}
+
+/// One level of the bucket reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ReduceLevel {
+    /// Sums per window read.
+    pub(crate) len: usize,
+    /// Sums per window per thread.
+    pub(crate) seg: usize,
+    /// log2 of the weight carried by this level's running sums.
+    pub(crate) scale_log2: u32,
+    /// Whether this level reads the buckets themselves.
+    pub(crate) first: bool,
+}
+
+/// How a GPU MSM of a given size runs, and what it costs in device memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MsmPlan {
+    /// The group.
+    pub group: Group,
+    /// Multiprocessors of the device the plan is for.
+    pub sm_count: u32,
+    /// Points (and scalars).
+    pub n_points: usize,
+    /// Window width `c`: `2^(c−1)` buckets per window.
+    pub window_bits: u32,
+    /// Windows, `⌈255/c⌉`.
+    pub n_windows: u32,
+    /// Points per chunk; each chunk is sorted and summed into the buckets on its own.
+    pub chunk_len: usize,
+    /// Chunks, `⌈n_points / chunk_len⌉`.
+    pub n_chunks: usize,
+    /// Sorted entries per thread of the first level of the bucket sums.
+    pub accumulate_seg: usize,
+}
+
+impl MsmPlan {
+    /// The plan for `n_points` points on a device with `sm_count` multiprocessors, with bases
+    /// and scalars on the device.
+    ///
+    /// The window width minimises `max(n·W, fill) + 3·W·2^(c−1)` over `c`: `n·W` mixed additions
+    /// into buckets, two full additions (about 1.5 mixed ones each) per bucket in the reduction,
+    /// and `fill = 2048·sm_count`, below which more windows cost no time because the device has
+    /// idle threads anyway. The device's size also sets the first level's segment length, so that
+    /// it runs at least about a thousand threads per multiprocessor.
+    pub fn new(n_points: usize, group: Group, sm_count: u32) -> Self {
+        let fill = 2048.0 * f64::from(sm_count.max(1));
+        let cost = |c: u32| {
+            let w = f64::from(num_windows(c));
+            (n_points as f64 * w).max(fill) + 3.0 * w * (1u64 << (c - 1)) as f64
+        };
+        let window_bits = (4..=group.max_window_bits())
+            .fold(4, |best, c| if cost(c) < cost(best) { c } else { best });
+        Self::with_window_bits(n_points, group, sm_count, window_bits, DEFAULT_RESIDENT_CHUNK)
+    }
+
+    /// A plan with a given window width (1 to 24 bits) and largest chunk (at least one point);
+    /// for tests, benchmarks and callers short of memory.
+    pub fn with_window_bits(
+        n_points: usize,
+        group: Group,
+        sm_count: u32,
+        window_bits: u32,
+        max_chunk: usize,
+    ) -> Self {
+        let window_bits = window_bits.clamp(1, MAX_WINDOW_BITS);
+        let n_windows = num_windows(window_bits);
+        let max_chunk = max_chunk.max(1);
+        let n_chunks = n_points.div_ceil(max_chunk).max(1);
+        let chunk_len = n_points.div_ceil(n_chunks);
+        let entries = chunk_len * n_windows as usize;
+        let target_threads = 1024 * sm_count.max(1) as usize;
+        let accumulate_seg = [64usize, 32, 16]
+            .into_iter()
+            .find(|&seg| entries / seg >= target_threads)
+            .unwrap_or(8);
+        Self { group, sm_count, n_points, window_bits, n_windows, chunk_len, n_chunks, accumulate_seg }
+    }
+
+    /// The same plan with chunks of at most `max_chunk` points.
+    pub fn with_max_chunk(&self, max_chunk: usize) -> Self {
+        Self::with_window_bits(self.n_points, self.group, self.sm_count, self.window_bits, max_chunk)
+    }
+
+    /// Buckets per window, `2^(c−1)`.
+    pub fn buckets_per_window(&self) -> usize {
+        1 << (self.window_bits - 1)
+    }
+
+    /// Buckets of all windows.
+    pub fn total_buckets(&self) -> usize {
+        self.n_windows as usize * self.buckets_per_window()
+    }
+
+    /// Sort entries of the largest chunk (one per point and window).
+    pub fn entries_per_chunk(&self) -> usize {
+        self.chunk_len * self.n_windows as usize
+    }
+
+    /// Threads of the first level of the bucket sums for a chunk of `m` points.
+    pub(crate) fn accumulate_threads(&self, m: usize) -> usize {
+        (m * self.n_windows as usize).div_ceil(self.accumulate_seg).max(1)
+    }
+
+    /// The merge levels after a first level of `first_threads` threads.
+    pub(crate) fn merge_levels(first_threads: usize) -> Vec<MergeLevel> {
+        let mut levels = Vec::new();
+        let mut threads = first_threads;
+        while threads > 1 {
+            let n_in = 2 * threads;
+            threads = n_in.div_ceil(MERGE_SEG);
+            levels.push(MergeLevel { n_in, n_threads: threads });
+        }
+        levels
+    }
+
+    /// The device levels of the bucket reduction, and what is left per window for the host:
+    /// `(levels, final_len, final_scale_log2)`.
+    pub(crate) fn reduce_levels(&self) -> (Vec<ReduceLevel>, usize, u32) {
+        let mut levels = Vec::new();
+        let mut len = self.buckets_per_window();
+        let mut scale_log2 = 0;
+        while len > REDUCE_FINAL {
+            levels.push(ReduceLevel { len, seg: REDUCE_SEG, scale_log2, first: levels.is_empty() });
+            scale_log2 += REDUCE_SEG.trailing_zeros();
+            len /= REDUCE_SEG;
+        }
+        (levels, len, scale_log2)
+    }
+
+    /// Prefix-sum scratch: the lengths of the tile-sum arrays of each level for `n` entries.
+    pub(crate) fn scan_levels(n: usize) -> Vec<usize> {
+        let mut levels = Vec::new();
+        let mut len = n;
+        loop {
+            let tiles = len.div_ceil(SCAN_TILE).max(1);
+            levels.push(tiles);
+            if tiles == 1 {
+                return levels;
+            }
+            len = tiles;
+        }
+    }
+
+    /// Device bytes of the partial-sum arrays `(first, second)` of the bucket sums.
+    fn partial_slots(&self) -> (usize, usize) {
+        let t0 = self.accumulate_threads(self.chunk_len);
+        let t1 = Self::merge_levels(t0).first().map_or(1, |l| l.n_threads);
+        (2 * t0, 2 * t1)
+    }
+
+    /// Device bytes the MSM allocates when bases and scalars are already on the device: buckets,
+    /// the sort of one chunk, partial sums and reduction scratch.
+    pub fn device_bytes(&self) -> usize {
+        let xyzz = self.group.xyzz_bytes();
+        let g = self.total_buckets();
+        let entries = self.entries_per_chunk();
+        let (slots_a, slots_b) = self.partial_slots();
+        let (levels, final_len, _) = self.reduce_levels();
+        let mut reduce = 0;
+        let mut out_len = self.buckets_per_window();
+        for (i, level) in levels.iter().enumerate() {
+            out_len /= level.seg;
+            // Levels alternate between two pairs of arrays; the last writes exact-size arrays.
+            if i < 2 && i + 1 < levels.len() {
+                reduce += 2 * self.n_windows as usize * out_len * xyzz;
+            }
+        }
+        reduce += 2 * self.n_windows as usize * final_len * xyzz;
+        let scan: usize = Self::scan_levels(g + 1).iter().sum::<usize>() * 4;
+        g * xyzz                       // buckets
+            + 2 * (g + 1) * 4          // counts (then offsets) and cursors
+            + scan
+            + 3 * entries * 4          // digit keys, sorted keys, sorted references
+            + (slots_a + slots_b) * (4 + xyzz)
+            + reduce
+    }
+
+    /// [`device_bytes`](Self::device_bytes) plus the staging buffers of bases and scalars
+    /// streamed from host memory: two chunks in flight and one for a shorter last chunk.
+    pub fn streamed_device_bytes(&self) -> usize {
+        self.device_bytes() + 3 * self.chunk_len * (self.group.affine_bytes() + 32)
+    }
+
+    /// Bucket additions of the MSM: `(mixed, full)`. Mixed: one per point and window (for
+    /// random scalars, digit zero is rare); full: the reduction's two per bucket per window.
+    pub fn bucket_additions(&self) -> (u64, u64) {
+        let mixed = self.n_points as u64 * u64::from(self.n_windows);
+        let full = 2 * self.total_buckets() as u64;
+        (mixed, full)
+    }
+
+    /// Fp multiplications of the bucket additions: the MSM's arithmetic floor.
+    pub fn field_multiplications(&self) -> u64 {
+        let (mixed, full) = self.bucket_additions();
+        mixed * self.group.mixed_add_muls() + full * self.group.full_add_muls()
+    }
+}
+
+/// An upper bound of the device bytes an MSM of `n` points in `group` allocates with bases and
+/// scalars already on the device, on any device (the plan of a device with many
+/// multiprocessors has the shortest segments, hence the most partial sums). For the exact figure
+/// on one device, see [`MsmPlan::device_bytes`] of `GpuMsm::plan`.
+pub fn device_bytes_needed(n: usize, group: Group) -> usize {
+    [1u32, 16, 132, 1024]
+        .into_iter()
+        .map(|sm| MsmPlan::new(n, group, sm).device_bytes())
+        .max()
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_hold_254_bits_and_a_carry() {
+        for c in 1..=24 {
+            let w = num_windows(c);
+            assert!(w * c >= 255 && (w - 1) * c < 255, "c = {c}");
+        }
+    }
+
+    #[test]
+    fn window_choice_grows_with_size() {
+        let pick = |log_n: u32| MsmPlan::new(1 << log_n, Group::G1, 132).window_bits;
+        assert_eq!(pick(20), 16);
+        assert_eq!(pick(24), 20);
+        assert_eq!(pick(26), 22);
+        let mut last = 0;
+        for log_n in 0..=27 {
+            let c = pick(log_n);
+            assert!(c >= last, "2^{log_n}: {c} after {last}");
+            last = c;
+        }
+        assert!(MsmPlan::new(1 << 27, Group::G2, 132).window_bits <= 21);
+    }
+
+    #[test]
+    fn chunks_cover_the_points_evenly() {
+        for (n, max) in [(0usize, 4usize), (1, 4), (9, 4), (16, 4), (17, 4), (1 << 20, 3 << 17)] {
+            let plan = MsmPlan::with_window_bits(n, Group::G1, 8, 8, max);
+            assert!(plan.chunk_len <= max);
+            assert!(plan.chunk_len * plan.n_chunks >= n);
+            assert!(plan.chunk_len * (plan.n_chunks - 1) < n.max(1));
+        }
+    }
+
+    #[test]
+    fn merge_levels_shrink_to_one_thread() {
+        for t0 in [1usize, 2, 7, 8, 9, 100, 1 << 20] {
+            let levels = MsmPlan::merge_levels(t0);
+            let mut prev_threads = t0;
+            for level in &levels {
+                assert_eq!(level.n_in, 2 * prev_threads);
+                assert!(level.n_threads < prev_threads);
+                prev_threads = level.n_threads;
+            }
+            assert_eq!(prev_threads, 1);
+        }
+    }
+
+    #[test]
+    fn reduce_levels_end_small() {
+        for c in 1..=22 {
+            let plan = MsmPlan::with_window_bits(1000, Group::G1, 8, c, 1 << 20);
+            let (levels, final_len, scale) = plan.reduce_levels();
+            assert!(final_len <= REDUCE_FINAL && final_len >= 1);
+            let product: usize = levels.iter().map(|l| l.seg).product();
+            assert_eq!(product * final_len, plan.buckets_per_window());
+            assert_eq!(1usize << scale, product);
+        }
+    }
+
+    #[test]
+    fn scan_levels_end_in_one_tile() {
+        assert_eq!(MsmPlan::scan_levels(1), vec![1]);
+        assert_eq!(MsmPlan::scan_levels(2048), vec![1]);
+        assert_eq!(MsmPlan::scan_levels(2049), vec![2, 1]);
+        assert_eq!(MsmPlan::scan_levels(1 << 23), vec![4096, 2, 1]);
+    }
+
+    #[test]
+    fn memory_is_stated_and_bounded() {
+        let g1 = device_bytes_needed(1 << 24, Group::G1);
+        let g2 = device_bytes_needed(1 << 24, Group::G2);
+        assert!(g1 > 1 << 30 && g1 < 12 << 30, "{g1}");
+        assert!(g2 > g1);
+        assert!(device_bytes_needed(1 << 26, Group::G1) < 24 << 30);
+        let plan = MsmPlan::new(1 << 20, Group::G1, 132);
+        assert!(plan.device_bytes() <= device_bytes_needed(1 << 20, Group::G1));
+        assert!(plan.streamed_device_bytes() > plan.device_bytes());
+    }
+}

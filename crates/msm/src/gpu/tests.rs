@@ -1,0 +1,589 @@
+//! Differential tests of the GPU kernels and drivers: field and point operations against blstrs,
+//! MSMs against the naive CPU sum, batch additions against the CPU path, on random inputs (seeded)
+//! and adversarial ones. Every test runs on each available executor: the host emulator (feature
+//! `emu`) and the device (feature `cuda`, skipped with a message when there is none).
+#![allow(unsafe_code)]
+
+use cuzk_field::layout::FpLimbs;
+use cuzk_field::{Bitmap, Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use ff::Field;
+use group::prime::PrimeCurveAffine;
+use group::Group as _;
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
+
+use super::batch;
+use super::curve::{affine_bytes, GpuCurve};
+use super::exec::{as_bytes, Exec};
+use super::pippenger::{self, Source};
+use super::plan::MsmPlan;
+use super::testops::{msm_test_field, msm_test_point, FieldOp, PointOp};
+use super::ScalarForm;
+use crate::{naive_msm, MsmError, Selection, G1, G2};
+
+/// Runs the body once per available executor, with `$exec` bound to it and `$device` telling
+/// whether it is a real device (tests use larger sizes there).
+macro_rules! for_each_exec {
+    (|$exec:ident, $device:ident| $body:block) => {{
+        #[cfg(feature = "emu")]
+        {
+            let $exec = &super::exec::EmuExec { sm_count: 4 };
+            let $device = false;
+            $body
+        }
+        #[cfg(feature = "cuda")]
+        {
+            if let Some(dev) = cuzk_gpu::device_for_tests() {
+                let kernels = super::exec::GpuKernels::load(&dev).expect("the msm module loads");
+                let $exec = &super::exec::GpuExec { kernels: &kernels };
+                let $device = true;
+                $body
+            }
+        }
+    }};
+}
+
+fn rng(seed: u64) -> ChaCha20Rng {
+    ChaCha20Rng::seed_from_u64(seed)
+}
+
+fn fp_bytes(x: &Fp) -> Vec<u8> {
+    FpLimbs::from(*x).0.iter().flat_map(|l| l.to_le_bytes()).collect()
+}
+
+fn fp2_bytes(x: &Fp2) -> Vec<u8> {
+    let mut out = fp_bytes(&x.c0());
+    out.extend(fp_bytes(&x.c1()));
+    out
+}
+
+/// What the tests need of a group beyond [`GpuCurve`].
+trait TestCurve: GpuCurve {
+    type Coordinate: Field;
+    fn coordinates(p: &Self::Affine) -> (Self::Coordinate, Self::Coordinate);
+    fn coordinate_bytes(x: &Self::Coordinate) -> Vec<u8>;
+    fn generator() -> Self::Projective;
+
+    /// XYZZ bytes of `p` with a random scale λ: (x·λ², y·λ³, λ², λ³); zeros for infinity.
+    fn xyzz_bytes(p: &Self::Projective, rng: &mut ChaCha20Rng) -> Vec<u8> {
+        let a = Self::to_affine(p);
+        if bool::from(a.is_identity()) {
+            return vec![0; Self::GROUP.xyzz_bytes()];
+        }
+        let (x, y) = Self::coordinates(&a);
+        let lambda = Self::Coordinate::random(&mut *rng);
+        let l2 = lambda.square();
+        let l3 = l2 * lambda;
+        [x * l2, y * l3, l2, l3].iter().flat_map(Self::coordinate_bytes).collect()
+    }
+
+    /// `n` points: a random start, then steps of a random point (cheap to make, all distinct
+    /// for the sizes used).
+    fn points(n: usize, rng: &mut ChaCha20Rng) -> Vec<Self::Affine> {
+        let step = Self::generator() * Scalar::random(&mut *rng);
+        let mut p = Self::generator() * Scalar::random(&mut *rng);
+        let projective: Vec<Self::Projective> = (0..n)
+            .map(|_| {
+                let q = p;
+                Self::add_assign(&mut p, &step);
+                q
+            })
+            .collect();
+        Self::batch_to_affine(&projective)
+    }
+}
+
+impl TestCurve for G1 {
+    type Coordinate = Fp;
+    fn coordinates(p: &G1Affine) -> (Fp, Fp) {
+        (p.x(), p.y())
+    }
+    fn coordinate_bytes(x: &Fp) -> Vec<u8> {
+        fp_bytes(x)
+    }
+    fn generator() -> G1Projective {
+        G1Projective::generator()
+    }
+}
+
+impl TestCurve for G2 {
+    type Coordinate = Fp2;
+    fn coordinates(p: &G2Affine) -> (Fp2, Fp2) {
+        (p.x(), p.y())
+    }
+    fn coordinate_bytes(x: &Fp2) -> Vec<u8> {
+        fp2_bytes(x)
+    }
+    fn generator() -> G2Projective {
+        G2Projective::generator()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Field arithmetic.
+// ---------------------------------------------------------------------------------------------
+
+fn edge_fps() -> Vec<Fp> {
+    let mut out = vec![Fp::ZERO, Fp::ONE, -Fp::ONE, Fp::ONE.double(), -Fp::ONE.double()];
+    // Small integers and their negations, and (p − 1)/2 ± 1.
+    let half = Fp::ONE.double().invert().unwrap() * (-Fp::ONE);
+    out.extend([half, half + Fp::ONE, half - Fp::ONE, Fp::from(3u64), -Fp::from(3u64)]);
+    out
+}
+
+fn expected_fp(op: FieldOp, a: &Fp, b: &Fp) -> Fp {
+    match op {
+        FieldOp::Add => a + b,
+        FieldOp::Sub => a - b,
+        FieldOp::Neg => -*a,
+        FieldOp::Mul => a * b,
+        FieldOp::Sqr => a.square(),
+        FieldOp::Dbl => a.double(),
+    }
+}
+
+fn expected_fp2(op: FieldOp, a: &Fp2, b: &Fp2) -> Fp2 {
+    match op {
+        FieldOp::Add => a + b,
+        FieldOp::Sub => a - b,
+        FieldOp::Neg => -*a,
+        FieldOp::Mul => a * b,
+        FieldOp::Sqr => a.square(),
+        FieldOp::Dbl => a.double(),
+    }
+}
+
+#[test]
+fn fp_operations_match_blstrs() {
+    for_each_exec!(|exec, device| {
+        let mut rng = rng(1);
+        let edges = edge_fps();
+        let mut a: Vec<Fp> = Vec::new();
+        let mut b: Vec<Fp> = Vec::new();
+        for x in &edges {
+            for y in &edges {
+                a.push(*x);
+                b.push(*y);
+            }
+        }
+        let random = if device { 1 << 14 } else { 256 };
+        for _ in 0..random {
+            a.push(Fp::random(&mut rng));
+            b.push(Fp::random(&mut rng));
+        }
+        let ab: Vec<u8> = a.iter().flat_map(fp_bytes).collect();
+        let bb: Vec<u8> = b.iter().flat_map(fp_bytes).collect();
+        for op in FieldOp::ALL {
+            let got = msm_test_field(exec, 1, op, &ab, &bb).expect("kernel runs");
+            for (i, chunk) in got.chunks_exact(48).enumerate() {
+                let want = fp_bytes(&expected_fp(op, &a[i], &b[i]));
+                assert_eq!(chunk, &want[..], "Fp {op:?} at {i}: a = {:?}, b = {:?}", a[i], b[i]);
+            }
+        }
+    });
+}
+
+#[test]
+fn fp2_operations_match_blstrs() {
+    for_each_exec!(|exec, device| {
+        let mut rng = rng(2);
+        let edges: Vec<Fp2> = edge_fps()
+            .iter()
+            .flat_map(|x| [Fp2::new(*x, Fp::ZERO), Fp2::new(Fp::ZERO, *x), Fp2::new(*x, -*x)])
+            .collect();
+        let mut a: Vec<Fp2> = Vec::new();
+        let mut b: Vec<Fp2> = Vec::new();
+        for (i, x) in edges.iter().enumerate() {
+            a.push(*x);
+            b.push(edges[(i * 7 + 3) % edges.len()]);
+        }
+        let random = if device { 1 << 12 } else { 64 };
+        for _ in 0..random {
+            a.push(Fp2::random(&mut rng));
+            b.push(Fp2::random(&mut rng));
+        }
+        let ab: Vec<u8> = a.iter().flat_map(fp2_bytes).collect();
+        let bb: Vec<u8> = b.iter().flat_map(fp2_bytes).collect();
+        for op in FieldOp::ALL {
+            let got = msm_test_field(exec, 2, op, &ab, &bb).expect("kernel runs");
+            for (i, chunk) in got.chunks_exact(96).enumerate() {
+                let want = fp2_bytes(&expected_fp2(op, &a[i], &b[i]));
+                assert_eq!(chunk, &want[..], "Fp2 {op:?} at {i}");
+            }
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Point arithmetic.
+// ---------------------------------------------------------------------------------------------
+
+fn check_point_ops<E: Exec, C: TestCurve>(exec: &E, random: usize, seed: u64) {
+    let mut rng = rng(seed);
+    let pts = C::points(random + 4, &mut rng);
+    let proj = |a: &C::Affine| -> C::Projective { a.to_curve() };
+    let inf = C::identity();
+    let inf_affine = C::Affine::identity();
+    let neg = |p: &C::Projective| -> C::Projective {
+        let mut z = C::identity();
+        let a = C::to_affine(p);
+        C::sub_assign_mixed(&mut z, &a);
+        z
+    };
+    // (a, b, p) triples: edge cases first, then random ones.
+    let p0 = proj(&pts[0]);
+    let p1 = proj(&pts[1]);
+    let mut cases: Vec<(C::Projective, C::Projective, C::Affine)> = vec![
+        (inf, inf, inf_affine),
+        (inf, p0, pts[0]),
+        (p0, inf, inf_affine),
+        (p0, p0, pts[0]),
+        (p0, neg(&p0), C::to_affine(&neg(&p0))),
+        (C::double(&p0), p1, pts[1]),
+        (p1, C::double(&p1), pts[0]),
+    ];
+    for i in 0..random {
+        let a = proj(&pts[i + 2]);
+        let b = if i % 3 == 0 { proj(&pts[i + 3]) } else { C::double(&proj(&pts[i + 1])) };
+        cases.push((a, b, pts[(i * 5 + 1) % pts.len()]));
+    }
+    let a_bytes: Vec<u8> = cases.iter().flat_map(|c| C::xyzz_bytes(&c.0, &mut rng)).collect();
+    let b_bytes: Vec<u8> = cases.iter().flat_map(|c| C::xyzz_bytes(&c.1, &mut rng)).collect();
+    let ps: Vec<C::Affine> = cases.iter().map(|c| c.2).collect();
+    let p_bytes = affine_bytes::<C>(&ps).to_vec();
+    for op in PointOp::ALL {
+        let got = msm_test_point::<E, C>(exec, op, &a_bytes, &b_bytes, &p_bytes).expect("kernel runs");
+        for (i, chunk) in got.chunks_exact(C::GROUP.xyzz_bytes()).enumerate() {
+            let (a, b, p) = &cases[i];
+            let want = match op {
+                PointOp::AddAffine => {
+                    let mut s = *a;
+                    C::add_assign_mixed(&mut s, p);
+                    s
+                }
+                PointOp::SubAffine => {
+                    let mut s = *a;
+                    C::sub_assign_mixed(&mut s, p);
+                    s
+                }
+                PointOp::Add => {
+                    let mut s = *a;
+                    C::add_assign(&mut s, b);
+                    s
+                }
+                PointOp::Double => C::double(a),
+                PointOp::DoubleAffine => C::double(&proj(p)),
+            };
+            let got = C::projective_from_xyzz(chunk).expect("canonical coordinates");
+            assert_eq!(got, want, "{} {op:?} at case {i}", C::NAME);
+        }
+    }
+}
+
+#[test]
+fn g1_point_operations_match_blstrs() {
+    for_each_exec!(|exec, device| {
+        check_point_ops::<_, G1>(exec, if device { 4096 } else { 48 }, 3);
+    });
+}
+
+#[test]
+fn g2_point_operations_match_blstrs() {
+    for_each_exec!(|exec, device| {
+        check_point_ops::<_, G2>(exec, if device { 2048 } else { 16 }, 4);
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// MSM.
+// ---------------------------------------------------------------------------------------------
+
+/// Scalars as canonical bytes.
+fn canonical(scalars: &[Scalar]) -> Vec<[u8; 32]> {
+    scalars.iter().map(Scalar::to_bytes_le).collect()
+}
+
+/// Runs one MSM through the driver, resident or streamed, in either scalar form.
+fn run_msm<E: Exec, C: GpuCurve>(
+    exec: &E,
+    plan: &MsmPlan,
+    bases: &[C::Affine],
+    scalars: &[Scalar],
+    form: ScalarForm,
+    resident: bool,
+) -> C::Projective {
+    let canon = canonical(scalars);
+    // SAFETY: Scalar (blst_fr, four u64) and byte arrays have no padding.
+    let scalar_bytes: &[u8] = match form {
+        ScalarForm::Montgomery => unsafe { as_bytes(scalars) },
+        ScalarForm::Canonical => unsafe { as_bytes(&canon) },
+    };
+    let base_bytes = affine_bytes::<C>(bases);
+    let result = if resident {
+        let mut b = exec.alloc(base_bytes.len()).unwrap();
+        exec.upload(&mut b, base_bytes).unwrap();
+        let mut s = exec.alloc(scalar_bytes.len()).unwrap();
+        exec.upload(&mut s, scalar_bytes).unwrap();
+        pippenger::msm::<E, C>(exec, plan, Source::Device(&b), Source::Device(&s), form)
+    } else {
+        pippenger::msm::<E, C>(exec, plan, Source::Host(base_bytes), Source::Host(scalar_bytes), form)
+    };
+    result.expect("the MSM runs")
+}
+
+/// Checks one MSM against the naive sum in every mode: resident and streamed, both forms.
+fn check_msm<E: Exec, C: TestCurve>(exec: &E, plan: &MsmPlan, bases: &[C::Affine], scalars: &[Scalar], what: &str) {
+    let want = naive_msm::<C>(bases, scalars).unwrap();
+    for (form, resident) in [
+        (ScalarForm::Montgomery, true),
+        (ScalarForm::Canonical, true),
+        (ScalarForm::Montgomery, false),
+        (ScalarForm::Canonical, false),
+    ] {
+        let got = run_msm::<E, C>(exec, plan, bases, scalars, form, resident);
+        assert_eq!(
+            got,
+            want,
+            "{} MSM of {} points ({what}), window {}, chunks of {}, {form:?}, resident {resident}",
+            C::NAME,
+            bases.len(),
+            plan.window_bits,
+            plan.chunk_len
+        );
+    }
+}
+
+fn random_scalars(n: usize, rng: &mut ChaCha20Rng) -> Vec<Scalar> {
+    (0..n).map(|_| Scalar::random(&mut *rng)).collect()
+}
+
+fn check_random_msms<E: Exec, C: TestCurve>(exec: &E, device: bool, seed: u64) {
+    let mut rng = rng(seed);
+    let sizes: &[usize] = if device { &[0, 1, 2, 3, 100, 1000, 4097] } else { &[0, 1, 2, 3, 37] };
+    for &n in sizes {
+        let bases = C::points(n, &mut rng);
+        let scalars = random_scalars(n, &mut rng);
+        let plan = MsmPlan::new(n, C::GROUP, exec.sm_count());
+        check_msm::<E, C>(exec, &plan, &bases, &scalars, "random, default plan");
+    }
+    // Window widths and chunkings the default plans do not reach at these sizes; reductions of
+    // one, two and three device levels.
+    let n = if device { 700 } else { 23 };
+    let bases = C::points(n, &mut rng);
+    let scalars = random_scalars(n, &mut rng);
+    let windows: &[u32] = if device { &[1, 2, 5, 6, 9, 13, 16] } else { &[1, 3, 6, 9] };
+    for &c in windows {
+        for max_chunk in [n, n / 3 + 1] {
+            let plan = MsmPlan::with_window_bits(n, C::GROUP, exec.sm_count(), c, max_chunk);
+            check_msm::<E, C>(exec, &plan, &bases, &scalars, "random, forced plan");
+        }
+    }
+}
+
+#[test]
+fn g1_msm_matches_naive_on_random_inputs() {
+    for_each_exec!(|exec, device| {
+        check_random_msms::<_, G1>(exec, device, 10);
+    });
+}
+
+#[test]
+fn g2_msm_matches_naive_on_random_inputs() {
+    for_each_exec!(|exec, device| {
+        check_random_msms::<_, G2>(exec, device, 11);
+    });
+}
+
+/// Adversarial scalars and bases: all zero, all one, all r − 1, one value repeated, very sparse,
+/// around (r − 1)/2 (where the kernels negate), small values; bases with infinity and repeats.
+fn check_adversarial_msms<E: Exec, C: TestCurve>(exec: &E, device: bool, seed: u64) {
+    let mut rng = rng(seed);
+    let n = if device { 3000 } else { 29 };
+    let bases = C::points(n, &mut rng);
+    let repeated = Scalar::random(&mut rng);
+    let half = (Scalar::ZERO - Scalar::ONE) * Scalar::from(2u64).invert().unwrap();
+    let cases: Vec<(&str, Vec<Scalar>)> = vec![
+        ("all zero", vec![Scalar::ZERO; n]),
+        ("all one", vec![Scalar::ONE; n]),
+        ("all r - 1", vec![-Scalar::ONE; n]),
+        ("one value repeated", vec![repeated; n]),
+        ("half and neighbours", (0..n).map(|i| half + Scalar::from((i % 3) as u64) - Scalar::ONE).collect()),
+        ("small values", (0..n).map(|i| Scalar::from((i % 5) as u64)).collect()),
+        (
+            "very sparse",
+            (0..n)
+                .map(|_| if rng.next_u32() % 16 == 0 { Scalar::random(&mut rng) } else { Scalar::ZERO })
+                .collect(),
+        ),
+        ("2^k", (0..n).map(|i| Scalar::from(2u64).pow_vartime([(i % 255) as u64])).collect()),
+    ];
+    let windows: &[u32] = if device { &[5, 13] } else { &[3, 7] };
+    for (what, scalars) in &cases {
+        for &c in windows {
+            let plan = MsmPlan::with_window_bits(n, C::GROUP, exec.sm_count(), c, n / 2 + 1);
+            check_msm::<E, C>(exec, &plan, &bases, scalars, what);
+        }
+    }
+    // Bases with the point at infinity and repeated points (also a point and its negation).
+    let mut odd_bases = bases.clone();
+    for i in (0..n).step_by(4) {
+        odd_bases[i] = C::Affine::identity();
+    }
+    for i in (1..n).step_by(5) {
+        odd_bases[i] = odd_bases[1];
+    }
+    let negation = C::to_affine(&{
+        let mut z = C::identity();
+        C::sub_assign_mixed(&mut z, &odd_bases[1]);
+        z
+    });
+    odd_bases[2] = negation;
+    let scalars = random_scalars(n, &mut rng);
+    let same = vec![repeated; n];
+    for &c in windows {
+        let plan = MsmPlan::with_window_bits(n, C::GROUP, exec.sm_count(), c, n);
+        check_msm::<E, C>(exec, &plan, &odd_bases, &scalars, "bases with infinity and repeats");
+        check_msm::<E, C>(exec, &plan, &odd_bases, &same, "repeated bases and scalars");
+    }
+}
+
+#[test]
+fn g1_msm_matches_naive_on_adversarial_inputs() {
+    for_each_exec!(|exec, device| {
+        check_adversarial_msms::<_, G1>(exec, device, 20);
+    });
+}
+
+#[test]
+fn g2_msm_matches_naive_on_adversarial_inputs() {
+    for_each_exec!(|exec, device| {
+        check_adversarial_msms::<_, G2>(exec, device, 21);
+    });
+}
+
+/// Larger MSMs on a device, against blst's MSM (itself checked against the naive sum by the
+/// CPU tests), with the default plans.
+#[test]
+fn msm_matches_blst_at_larger_sizes() {
+    for_each_exec!(|exec, device| {
+        if !device {
+            return;
+        }
+        let mut rng = rng(30);
+        for log_n in [12usize, 16, 18] {
+            let n = 1 << log_n;
+            let bases = G1::points(n, &mut rng);
+            let scalars = random_scalars(n, &mut rng);
+            let want = crate::fast::msm::<G1>(&bases, &scalars).unwrap();
+            let plan = MsmPlan::new(n, super::Group::G1, exec.sm_count());
+            for resident in [true, false] {
+                let got = run_msm::<_, G1>(exec, &plan, &bases, &scalars, ScalarForm::Montgomery, resident);
+                assert_eq!(got, want, "G1 2^{log_n}, resident {resident}");
+            }
+            let streamed = plan.with_max_chunk(n / 3);
+            let got = run_msm::<_, G1>(exec, &streamed, &bases, &scalars, ScalarForm::Montgomery, false);
+            assert_eq!(got, want, "G1 2^{log_n} in chunks");
+            // A skewed distribution: a quarter of the scalars share one value.
+            let mut skewed = scalars.clone();
+            for s in skewed.iter_mut().step_by(4) {
+                *s = scalars[0];
+            }
+            let want = crate::fast::msm::<G1>(&bases, &skewed).unwrap();
+            let got = run_msm::<_, G1>(exec, &plan, &bases, &skewed, ScalarForm::Montgomery, true);
+            assert_eq!(got, want, "G1 2^{log_n} skewed");
+        }
+        for log_n in [12usize, 15] {
+            let n = 1 << log_n;
+            let bases = G2::points(n, &mut rng);
+            let scalars = random_scalars(n, &mut rng);
+            let want = crate::fast::msm::<G2>(&bases, &scalars).unwrap();
+            let plan = MsmPlan::new(n, super::Group::G2, exec.sm_count());
+            let got = run_msm::<_, G2>(exec, &plan, &bases, &scalars, ScalarForm::Canonical, true);
+            assert_eq!(got, want, "G2 2^{log_n}");
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Batch addition.
+// ---------------------------------------------------------------------------------------------
+
+fn check_batch_add<E: Exec, C: TestCurve>(exec: &E, device: bool, seed: u64) {
+    let mut rng = rng(seed);
+    for n in if device { vec![0usize, 1, 63, 64, 65, 5000, 70_000] } else { vec![0, 1, 63, 64, 65, 200] } {
+        let mut bases = C::points(n, &mut rng);
+        if n > 3 {
+            bases[3] = C::Affine::identity();
+            bases[2] = bases[1];
+        }
+        let base_bytes = affine_bytes::<C>(&bases);
+        let mut dev = exec.alloc(base_bytes.len()).unwrap();
+        exec.upload(&mut dev, base_bytes).unwrap();
+        let bitmap = Bitmap::from_bools((0..n).map(|_| rng.next_u32() % 3 != 0));
+        let indices: Vec<u32> = (0..n / 2).map(|_| rng.next_u32() % n.max(1) as u32).collect();
+        let indices = if n == 0 { vec![] } else { indices };
+        for selection in [Selection::All, Selection::Bitmap(&bitmap), Selection::Indices(&indices)] {
+            let want = crate::batch_add::<C>(&bases, selection).unwrap();
+            let got = batch::batch_add::<E, C>(exec, &dev, n, selection).expect("batch addition runs");
+            assert_eq!(got, want, "{} batch addition of {n} bases, {selection:?}", C::NAME);
+        }
+        // Bad selections fail as on the CPU.
+        let short = Bitmap::zeros(n + 1);
+        let err = batch::batch_add::<E, C>(exec, &dev, n, Selection::Bitmap(&short)).unwrap_err();
+        assert!(matches!(err, super::GpuMsmError::Input(MsmError::BitmapLength { .. })));
+        let bad = [n as u32];
+        let err = batch::batch_add::<E, C>(exec, &dev, n, Selection::Indices(&bad)).unwrap_err();
+        assert!(matches!(err, super::GpuMsmError::Input(MsmError::IndexOutOfRange { .. })));
+    }
+}
+
+#[test]
+fn g1_batch_add_matches_cpu() {
+    for_each_exec!(|exec, device| {
+        check_batch_add::<_, G1>(exec, device, 40);
+    });
+}
+
+#[test]
+fn g2_batch_add_matches_cpu() {
+    for_each_exec!(|exec, device| {
+        check_batch_add::<_, G2>(exec, device, 41);
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The public device API.
+// ---------------------------------------------------------------------------------------------
+
+#[cfg(feature = "cuda")]
+#[test]
+fn gpu_msm_api_checks_inputs_and_agrees() {
+    use super::{Bases, GpuMsm, Scalars};
+    let Some(device) = cuzk_gpu::device_for_tests() else { return };
+    let gpu = GpuMsm::new(&device).expect("kernels load");
+    let mut rng = rng(50);
+    let n = 5000;
+    let bases = G1::points(n, &mut rng);
+    let scalars = random_scalars(n, &mut rng);
+    let want = crate::fast::msm::<G1>(&bases, &scalars).unwrap();
+    let dev_bases = gpu.upload_bases::<G1>(&bases).unwrap();
+    let dev_scalars = gpu.upload_scalars(&scalars).unwrap();
+    let got = gpu
+        .msm::<G1>(Bases::Device(&dev_bases), Scalars::Device(&dev_scalars, ScalarForm::Montgomery))
+        .unwrap();
+    assert_eq!(got, want);
+    assert_eq!(gpu.msm::<G1>(Bases::Host(&bases), Scalars::Host(&scalars)).unwrap(), want);
+    let canon = canonical(&scalars);
+    assert_eq!(gpu.msm::<G1>(Bases::Device(&dev_bases), Scalars::HostCanonical(&canon)).unwrap(), want);
+
+    let err = gpu.msm::<G1>(Bases::Host(&bases[1..]), Scalars::Host(&scalars)).unwrap_err();
+    assert!(matches!(err, super::GpuMsmError::Input(MsmError::LengthMismatch { .. })));
+    let mut bad = canon.clone();
+    bad[7] = [0xff; 32];
+    let err = gpu.msm::<G1>(Bases::Host(&bases), Scalars::HostCanonical(&bad)).unwrap_err();
+    assert!(matches!(err, super::GpuMsmError::Input(MsmError::NonCanonicalScalar { index: 7 })));
+
+    let all = gpu.batch_add::<G1>(&dev_bases, Selection::All).unwrap();
+    assert_eq!(all, crate::batch_add::<G1>(&bases, Selection::All).unwrap());
+    assert!(gpu.fp_mul_rate(1, 4, 1).unwrap() > 0.0);
+}
