@@ -44,7 +44,12 @@ impl Circuit<Scalar> for SquaringChain {
         for i in 0..self.steps {
             let next_value = value.square();
             let next = cs.alloc(|| format!("x^(2^{})", i + 1), || Ok(next_value))?;
-            cs.enforce(|| format!("square {i}"), |lc| lc + var, |lc| lc + var, |lc| lc + next);
+            cs.enforce(
+                || format!("square {i}"),
+                |lc| lc + var,
+                |lc| lc + var,
+                |lc| lc + next,
+            );
             value = next_value;
             var = next;
         }
@@ -114,7 +119,10 @@ const BLOCK_CONSTRAINTS: usize = 98;
 impl PorepShaped {
     /// The circuit for a `2^log_size` domain (`log_size` at least 8).
     pub fn new(log_size: u32, seed: u64) -> Self {
-        Self { log_size: log_size.max(8), seed }
+        Self {
+            log_size: log_size.max(8),
+            seed,
+        }
     }
 
     fn blocks(&self) -> usize {
@@ -125,7 +133,9 @@ impl PorepShaped {
 
     fn words(&self) -> Vec<(u32, u32)> {
         let mut rng = ChaCha20Rng::seed_from_u64(self.seed);
-        (0..self.blocks()).map(|_| (rng.next_u32(), rng.next_u32())).collect()
+        (0..self.blocks())
+            .map(|_| (rng.next_u32(), rng.next_u32()))
+            .collect()
     }
 
     /// The public inputs a proof of this circuit verifies against.
@@ -177,7 +187,12 @@ impl Circuit<Scalar> for PorepShaped {
             // word + 1, so that a zero word does not zero the product.
             let word_value = Scalar::from(u64::from(c)) + Scalar::ONE;
             let word = cs.alloc(|| "word", || Ok(word_value))?;
-            cs.enforce(|| "pack", |lc| lc + &packed + CS::one(), |lc| lc + CS::one(), |lc| lc + word);
+            cs.enforce(
+                || "pack",
+                |lc| lc + &packed + CS::one(),
+                |lc| lc + CS::one(),
+                |lc| lc + word,
+            );
             let next_value = acc_value * word_value;
             let next = cs.alloc(|| format!("product {k}"), || Ok(next_value))?;
             cs.enforce(|| "product", |lc| lc + acc, |lc| lc + word, |lc| lc + next);
@@ -219,11 +234,21 @@ impl Circuit<Scalar> for UnusedVariables {
         cs.enforce(|| "x·y = z", |lc| lc + x, |lc| lc + y, |lc| lc + z);
         // `only_c` occurs in C alone: no A or B density.
         let only_c = cs.alloc(|| "only in C", || Ok(self.x))?;
-        cs.enforce(|| "x·1 = only_c", |lc| lc + x, |lc| lc + CS::one(), |lc| lc + only_c);
+        cs.enforce(
+            || "x·1 = only_c",
+            |lc| lc + x,
+            |lc| lc + CS::one(),
+            |lc| lc + only_c,
+        );
         // `only_b` occurs in B alone; `w` in C alone; a zero-valued variable too.
         let only_b = cs.alloc(|| "only in B", || Ok(self.y + Scalar::ONE))?;
         let w = cs.alloc(|| "w", || Ok(self.y + Scalar::ONE))?;
-        cs.enforce(|| "1·only_b = w", |lc| lc + CS::one(), |lc| lc + only_b, |lc| lc + w);
+        cs.enforce(
+            || "1·only_b = w",
+            |lc| lc + CS::one(),
+            |lc| lc + only_b,
+            |lc| lc + w,
+        );
         let zero = cs.alloc(|| "zero", || Ok(Scalar::ZERO))?;
         cs.enforce(|| "zero·y = 0", |lc| lc + zero, |lc| lc + y, |lc| lc);
         Ok(())
@@ -239,11 +264,22 @@ mod tests {
         for log in [8u32, 10, 12] {
             let c = PorepShaped::new(log, 1);
             let asg = cuzk_groth16::synthesize(c).unwrap();
-            assert!(asg.num_constraints() <= 1 << log, "{} > 2^{log}", asg.num_constraints());
+            assert!(
+                asg.num_constraints() <= 1 << log,
+                "{} > 2^{log}",
+                asg.num_constraints()
+            );
             assert!(asg.num_constraints() > 1 << (log - 1));
             asg.check_satisfied().unwrap();
-            let trivial = asg.aux.iter().filter(|v| **v == Scalar::ZERO || **v == Scalar::ONE).count();
-            assert!(trivial * 10 > asg.aux.len() * 9, "most values are zero or one");
+            let trivial = asg
+                .aux
+                .iter()
+                .filter(|v| **v == Scalar::ZERO || **v == Scalar::ONE)
+                .count();
+            assert!(
+                trivial * 10 > asg.aux.len() * 9,
+                "most values are zero or one"
+            );
         }
     }
 }
@@ -278,12 +314,22 @@ impl std::str::FromStr for BuiltIn {
             parts.get(i).and_then(|p| p.parse().ok()).ok_or_else(err)
         };
         let circuit = match (parts[0], parts.len()) {
-            ("squaring_chain", 3) => BuiltIn::SquaringChain { x: num(1)?, steps: num(2)? as usize },
-            ("with_inputs", 2) => BuiltIn::WithInputs { k: num(1)?.max(1) as usize },
-            ("porep_shaped", 3) => {
-                BuiltIn::PorepShaped { log_size: num(1)?.clamp(8, 32) as u32, seed: num(2)? }
-            }
-            ("unused_variables", 4) => BuiltIn::UnusedVariables { x: num(1)?, y: num(2)?, idle: num(3)? },
+            ("squaring_chain", 3) => BuiltIn::SquaringChain {
+                x: num(1)?,
+                steps: num(2)? as usize,
+            },
+            ("with_inputs", 2) => BuiltIn::WithInputs {
+                k: num(1)?.max(1) as usize,
+            },
+            ("porep_shaped", 3) => BuiltIn::PorepShaped {
+                log_size: num(1)?.clamp(8, 32) as u32,
+                seed: num(2)?,
+            },
+            ("unused_variables", 4) => BuiltIn::UnusedVariables {
+                x: num(1)?,
+                y: num(2)?,
+                idle: num(3)?,
+            },
             _ => return Err(err()),
         };
         Ok(circuit)
@@ -309,9 +355,13 @@ impl BuiltIn {
     /// The public inputs a proof of this circuit verifies against.
     pub fn public_inputs(&self) -> Vec<Scalar> {
         match *self {
-            BuiltIn::SquaringChain { x, steps } => SquaringChain::new(x.into(), steps).public_inputs(),
+            BuiltIn::SquaringChain { x, steps } => {
+                SquaringChain::new(x.into(), steps).public_inputs()
+            }
             BuiltIn::WithInputs { k } => Self::with_inputs(k).public_inputs(),
-            BuiltIn::PorepShaped { log_size, seed } => PorepShaped::new(log_size, seed).public_inputs(),
+            BuiltIn::PorepShaped { log_size, seed } => {
+                PorepShaped::new(log_size, seed).public_inputs()
+            }
             BuiltIn::UnusedVariables { x, y, idle } => {
                 UnusedVariables::new(x.into(), y.into(), idle.into()).public_inputs()
             }
@@ -322,9 +372,13 @@ impl BuiltIn {
 impl Circuit<Scalar> for BuiltIn {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
         match self {
-            BuiltIn::SquaringChain { x, steps } => SquaringChain::new(x.into(), steps).synthesize(cs),
+            BuiltIn::SquaringChain { x, steps } => {
+                SquaringChain::new(x.into(), steps).synthesize(cs)
+            }
             BuiltIn::WithInputs { k } => Self::with_inputs(k).synthesize(cs),
-            BuiltIn::PorepShaped { log_size, seed } => PorepShaped::new(log_size, seed).synthesize(cs),
+            BuiltIn::PorepShaped { log_size, seed } => {
+                PorepShaped::new(log_size, seed).synthesize(cs)
+            }
             BuiltIn::UnusedVariables { x, y, idle } => {
                 UnusedVariables::new(x.into(), y.into(), idle.into()).synthesize(cs)
             }
@@ -338,10 +392,21 @@ mod spec_tests {
 
     #[test]
     fn specs_round_trip() {
-        for spec in ["squaring_chain:3:40", "with_inputs:9", "porep_shaped:10:3", "unused_variables:5:11:99"] {
+        for spec in [
+            "squaring_chain:3:40",
+            "with_inputs:9",
+            "porep_shaped:10:3",
+            "unused_variables:5:11:99",
+        ] {
             assert_eq!(spec.parse::<BuiltIn>().unwrap().to_string(), spec);
         }
-        for bad in ["", "squaring_chain", "squaring_chain:x:1", "nope:1", "with_inputs:1:2"] {
+        for bad in [
+            "",
+            "squaring_chain",
+            "squaring_chain:x:1",
+            "nope:1",
+            "with_inputs:1:2",
+        ] {
             assert!(bad.parse::<BuiltIn>().is_err(), "{bad}");
         }
     }

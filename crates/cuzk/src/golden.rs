@@ -60,8 +60,14 @@ pub enum GoldenError {
     #[error("case {case}: proving failed: {message}")]
     Prove { case: String, message: String },
     /// cuzk's proof differs from the golden bytes.
-    #[error("case {case}: proof differs from the golden bytes\n  expected {expected}\n  got      {got}")]
-    Mismatch { case: String, expected: String, got: String },
+    #[error(
+        "case {case}: proof differs from the golden bytes\n  expected {expected}\n  got      {got}"
+    )]
+    Mismatch {
+        case: String,
+        expected: String,
+        got: String,
+    },
     /// The proof does not verify.
     #[error("case {case}: the proof does not verify")]
     DoesNotVerify { case: String },
@@ -74,20 +80,29 @@ pub fn scalar_hex(s: &Scalar) -> String {
 
 /// Decodes a scalar from the manifest.
 pub fn parse_scalar(case: &str, hex_str: &str) -> Result<Scalar, GoldenError> {
-    let malformed = |message: String| GoldenError::Malformed { case: case.to_string(), message };
+    let malformed = |message: String| GoldenError::Malformed {
+        case: case.to_string(),
+        message,
+    };
     let bytes: [u8; 32] = hex::decode(hex_str)
         .map_err(|e| malformed(format!("bad hex {hex_str:?}: {e}")))?
         .try_into()
         .map_err(|_| malformed("a scalar is 32 bytes".into()))?;
-    Option::from(Scalar::from_bytes_le(&bytes)).ok_or_else(|| malformed(format!("{hex_str} is not a canonical scalar")))
+    Option::from(Scalar::from_bytes_le(&bytes))
+        .ok_or_else(|| malformed(format!("{hex_str} is not a canonical scalar")))
 }
 
 /// Reads the manifest in `dir`.
 pub fn load(dir: &Path) -> Result<Manifest, GoldenError> {
     let path = dir.join("golden.json");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| GoldenError::Read { path: path.clone(), message: e.to_string() })?;
-    serde_json::from_str(&text).map_err(|e| GoldenError::Read { path, message: e.to_string() })
+    let text = std::fs::read_to_string(&path).map_err(|e| GoldenError::Read {
+        path: path.clone(),
+        message: e.to_string(),
+    })?;
+    serde_json::from_str(&text).map_err(|e| GoldenError::Read {
+        path,
+        message: e.to_string(),
+    })
 }
 
 /// Proves one case with cuzk and checks the bytes and the verification.
@@ -96,20 +111,39 @@ pub fn check_case(dir: &Path, case: &Case) -> Result<(), GoldenError> {
     let circuit: BuiltIn = case
         .circuit
         .parse()
-        .map_err(|e: crate::circuits::UnknownCircuit| GoldenError::Malformed { case: name.clone(), message: e.to_string() })?;
+        .map_err(
+            |e: crate::circuits::UnknownCircuit| GoldenError::Malformed {
+                case: name.clone(),
+                message: e.to_string(),
+            },
+        )?;
     let path = dir.join(&case.params);
-    let params = Parameters::read_file(&path, true)
-        .map_err(|e| GoldenError::Read { path: path.clone(), message: e.to_string() })?;
+    let params = Parameters::read_file(&path, true).map_err(|e| GoldenError::Read {
+        path: path.clone(),
+        message: e.to_string(),
+    })?;
     let (r, s) = (parse_scalar(&name, &case.r)?, parse_scalar(&name, &case.s)?);
-    let proof = crate::create_proof(circuit.clone(), &params, r, s)
-        .map_err(|e| GoldenError::Prove { case: name.clone(), message: e.to_string() })?;
+    let proof =
+        crate::create_proof(circuit.clone(), &params, r, s).map_err(|e| GoldenError::Prove {
+            case: name.clone(),
+            message: e.to_string(),
+        })?;
     let got = hex::encode(proof.to_bytes());
     if got != case.proof {
-        return Err(GoldenError::Mismatch { case: name, expected: case.proof.clone(), got });
+        return Err(GoldenError::Mismatch {
+            case: name,
+            expected: case.proof.clone(),
+            got,
+        });
     }
     let pvk = prepare_verifying_key(&params.vk);
-    let expected = Proof::from_bytes(&hex::decode(&case.proof).unwrap_or_default())
-        .map_err(|e| GoldenError::Malformed { case: name.clone(), message: e.to_string() })?;
+    let expected =
+        Proof::from_bytes(&hex::decode(&case.proof).unwrap_or_default()).map_err(|e| {
+            GoldenError::Malformed {
+                case: name.clone(),
+                message: e.to_string(),
+            }
+        })?;
     match verify_proof(&pvk, &expected, &circuit.public_inputs()) {
         Ok(true) => Ok(()),
         _ => Err(GoldenError::DoesNotVerify { case: name }),
@@ -119,7 +153,11 @@ pub fn check_case(dir: &Path, case: &Case) -> Result<(), GoldenError> {
 /// Checks every case of the manifest in `dir`; returns the names checked.
 pub fn check_all(dir: &Path) -> Result<Vec<String>, GoldenError> {
     let manifest = load(dir)?;
-    manifest.cases.iter().map(|case| check_case(dir, case).map(|()| case.name.clone())).collect()
+    manifest
+        .cases
+        .iter()
+        .map(|case| check_case(dir, case).map(|()| case.name.clone()))
+        .collect()
 }
 
 /// The golden directory of this repository (`testdata/golden`).

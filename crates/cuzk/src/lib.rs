@@ -37,7 +37,7 @@ pub mod groth16 {
     };
     pub use cuzk_groth16::{
         generate_parameters, generate_random_parameters, prepare_verifying_key, verify_proof,
-        verify_proofs_batch, MappedParameters, ParameterSource, Parameters, PreparedVerifyingKey, Proof,
-        VerifyingKey,
+        verify_proofs_batch, MappedParameters, ParameterSource, Parameters, PreparedVerifyingKey,
+        Proof, VerifyingKey,
     };
 }

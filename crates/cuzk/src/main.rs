@@ -57,7 +57,10 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     let (recorder, telemetry) = cuzk_telemetry::Recorder::new();
     tracing_subscriber::registry()
         .with(recorder)
-        .with(tracing_subscriber::fmt::layer().with_filter(tracing_subscriber::EnvFilter::from_env("CUZK_LOG")))
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_filter(tracing_subscriber::EnvFilter::from_env("CUZK_LOG")),
+        )
         .init();
     let partitions = args.partitions as usize;
     println!(
@@ -67,12 +70,16 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         rayon::current_num_threads()
     );
     let mut rng = ChaCha20Rng::seed_from_u64(args.seed);
-    let circuits: Vec<PorepShaped> =
-        (0..partitions).map(|i| PorepShaped::new(args.log_size, args.seed + i as u64)).collect();
+    let circuits: Vec<PorepShaped> = (0..partitions)
+        .map(|i| PorepShaped::new(args.log_size, args.seed + i as u64))
+        .collect();
 
     let start = Instant::now();
     let params = generate_random_parameters(circuits[0].clone(), &mut rng).context("setup")?;
-    println!("setup (test parameters): {:.3} s", start.elapsed().as_secs_f64());
+    println!(
+        "setup (test parameters): {:.3} s",
+        start.elapsed().as_secs_f64()
+    );
 
     let inputs: Vec<Vec<Scalar>> = circuits.iter().map(|c| c.public_inputs()).collect();
     let r: Vec<Scalar> = (0..partitions).map(|_| Scalar::random(&mut rng)).collect();
@@ -94,7 +101,9 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
 
     let prover = Prover::new(CpuBackend, ProverConfig::default());
     let start = Instant::now();
-    let results = prover.prove_batch(&params, assignments, &r, &s, 0).context("proving")?;
+    let results = prover
+        .prove_batch(&params, assignments, &r, &s, 0)
+        .context("proving")?;
     let prove = start.elapsed();
 
     print_table(&results.iter().map(|(_, t)| t.clone()).collect::<Vec<_>>());
@@ -110,11 +119,13 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         println!("{line}");
     }
     if let Some(path) = &args.timeline {
-        std::fs::write(path, timeline.to_chrome_trace_string()).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(path, timeline.to_chrome_trace_string())
+            .with_context(|| format!("writing {}", path.display()))?;
         println!("timeline: {}", path.display());
     }
     if let Some(path) = &args.waterfall {
-        std::fs::write(path, timeline.to_svg_waterfall()).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(path, timeline.to_svg_waterfall())
+            .with_context(|| format!("writing {}", path.display()))?;
         println!("waterfall: {}", path.display());
     }
 
@@ -122,7 +133,11 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     let proofs: Vec<_> = results.iter().map(|(p, _)| p).collect();
     let start = Instant::now();
     let ok = verify_proofs_batch(&pvk, &mut rng, &proofs, &inputs).context("verification")?;
-    println!("verify: {} in {:.3} s", if ok { "ok" } else { "FAILED" }, start.elapsed().as_secs_f64());
+    println!(
+        "verify: {} in {:.3} s",
+        if ok { "ok" } else { "FAILED" },
+        start.elapsed().as_secs_f64()
+    );
     if !ok {
         bail!("the proofs do not verify");
     }
@@ -131,10 +146,20 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
 
 fn print_table(timings: &[PartitionTiming]) {
     println!("{:<14} {:>12} {:>8}", "stage", "ms/partition", "share");
-    let total: f64 = timings.iter().map(|t| t.total().as_secs_f64()).sum::<f64>() / timings.len() as f64;
+    let total: f64 =
+        timings.iter().map(|t| t.total().as_secs_f64()).sum::<f64>() / timings.len() as f64;
     for stage in Stage::ALL {
-        let ms = timings.iter().map(|t| t.get(stage).as_secs_f64()).sum::<f64>() / timings.len() as f64;
-        println!("{:<14} {:>12.2} {:>7.1}%", stage.name(), ms * 1e3, 100.0 * ms / total);
+        let ms = timings
+            .iter()
+            .map(|t| t.get(stage).as_secs_f64())
+            .sum::<f64>()
+            / timings.len() as f64;
+        println!(
+            "{:<14} {:>12.2} {:>7.1}%",
+            stage.name(),
+            ms * 1e3,
+            100.0 * ms / total
+        );
     }
     println!("{:<14} {:>12.2} {:>7.1}%", "total", total * 1e3, 100.0);
 }

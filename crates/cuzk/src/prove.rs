@@ -39,7 +39,12 @@ pub fn create_proof_batch<P: ParameterSource, C: Circuit<Scalar> + Send>(
 ) -> Result<Vec<Proof>, ProveError> {
     let prover = Prover::new(CpuBackend, ProverConfig::default());
     let params = params.parameters()?;
-    Ok(create_proof_batch_with(&prover, circuits, &params, &r, &s, 0)?.into_iter().map(|(p, _)| p).collect())
+    Ok(
+        create_proof_batch_with(&prover, circuits, &params, &r, &s, 0)?
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect(),
+    )
 }
 
 /// Proves several circuits with `r`s then `s`s drawn from `rng`, as bellperson draws them.

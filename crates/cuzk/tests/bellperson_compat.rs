@@ -14,12 +14,15 @@ use rand_core::SeedableRng;
 /// Everything the compatibility of one circuit means, checked in one place.
 fn check<C: Circuit<Scalar> + Clone + Send>(circuit: C, public_inputs: &[Scalar], seed: u64) {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let bp_params = bp::generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).unwrap();
+    let bp_params =
+        bp::generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).unwrap();
     let mut bp_bytes = Vec::new();
     bp_params.write(&mut bp_bytes).unwrap();
 
     // Our setup from the same seed gives the same file.
-    let ours = cz::generate_random_parameters(circuit.clone(), &mut ChaCha20Rng::seed_from_u64(seed)).unwrap();
+    let ours =
+        cz::generate_random_parameters(circuit.clone(), &mut ChaCha20Rng::seed_from_u64(seed))
+            .unwrap();
     let mut our_bytes = Vec::new();
     ours.write(&mut our_bytes).unwrap();
     assert!(bp_bytes == our_bytes, "setup differs from bellperson's");
@@ -47,7 +50,11 @@ fn check<C: Circuit<Scalar> + Clone + Send>(circuit: C, public_inputs: &[Scalar]
     let mut bp_proof_bytes = Vec::new();
     bp_proof.write(&mut bp_proof_bytes).unwrap();
     let our_proof_bytes = our_proof.to_bytes();
-    assert_eq!(hex::encode(bp_proof_bytes.as_slice()), hex::encode(our_proof_bytes), "proof bytes differ");
+    assert_eq!(
+        hex::encode(bp_proof_bytes.as_slice()),
+        hex::encode(our_proof_bytes),
+        "proof bytes differ"
+    );
 
     // Each verifier accepts the other's proof.
     let bp_pvk = bp::prepare_verifying_key(&bp_params.vk);
@@ -93,18 +100,29 @@ fn unused_variables() {
 #[test]
 fn random_proofs_match_for_the_same_rng() {
     let c = SquaringChain::new(Scalar::from(7u64), 10);
-    let params = cz::generate_random_parameters(c.clone(), &mut ChaCha20Rng::seed_from_u64(5)).unwrap();
+    let params =
+        cz::generate_random_parameters(c.clone(), &mut ChaCha20Rng::seed_from_u64(5)).unwrap();
     let mut bytes = Vec::new();
     params.write(&mut bytes).unwrap();
     let bp_params = bp::Parameters::<Bls12>::read(&bytes[..], true).unwrap();
-    let ours = cz::create_random_proof(c.clone(), &params, &mut ChaCha20Rng::seed_from_u64(6)).unwrap();
-    let theirs =
-        bp::create_random_proof::<Bls12, _, _, _>(c.clone(), &bp_params, &mut ChaCha20Rng::seed_from_u64(6)).unwrap();
+    let ours =
+        cz::create_random_proof(c.clone(), &params, &mut ChaCha20Rng::seed_from_u64(6)).unwrap();
+    let theirs = bp::create_random_proof::<Bls12, _, _, _>(
+        c.clone(),
+        &bp_params,
+        &mut ChaCha20Rng::seed_from_u64(6),
+    )
+    .unwrap();
     let mut theirs_bytes = Vec::new();
     theirs.write(&mut theirs_bytes).unwrap();
     assert_eq!(ours.to_bytes().to_vec(), theirs_bytes);
 
-    let batch = cz::create_random_proof_batch(vec![c.clone(), c.clone()], &params, &mut ChaCha20Rng::seed_from_u64(8)).unwrap();
+    let batch = cz::create_random_proof_batch(
+        vec![c.clone(), c.clone()],
+        &params,
+        &mut ChaCha20Rng::seed_from_u64(8),
+    )
+    .unwrap();
     let bp_batch = bp::create_random_proof_batch::<Bls12, _, _, _>(
         vec![c.clone(), c.clone()],
         &bp_params,
@@ -119,5 +137,7 @@ fn random_proofs_match_for_the_same_rng() {
     let pvk = cz::prepare_verifying_key(&params.vk);
     let inputs = vec![c.public_inputs(), c.public_inputs()];
     let refs: Vec<_> = batch.iter().collect();
-    assert!(cz::verify_proofs_batch(&pvk, &mut ChaCha20Rng::seed_from_u64(9), &refs, &inputs).unwrap());
+    assert!(
+        cz::verify_proofs_batch(&pvk, &mut ChaCha20Rng::seed_from_u64(9), &refs, &inputs).unwrap()
+    );
 }

@@ -4,7 +4,10 @@ use std::sync::OnceLock;
 
 use cuzk::circuits::{SquaringChain, WithInputs};
 use cuzk::field::Scalar;
-use cuzk::groth16::{create_proof, generate_random_parameters, prepare_verifying_key, verify_proof, Parameters, Proof};
+use cuzk::groth16::{
+    create_proof, generate_random_parameters, prepare_verifying_key, verify_proof, Parameters,
+    Proof,
+};
 use cuzk::{Circuit, ConstraintSystem, Groth16Error, ProveError, SynthesisError};
 use ff::Field;
 use proptest::prelude::*;
@@ -17,7 +20,9 @@ fn rng(seed: u64) -> ChaCha20Rng {
 
 fn chain_params() -> &'static Parameters {
     static P: OnceLock<Parameters> = OnceLock::new();
-    P.get_or_init(|| generate_random_parameters(SquaringChain::new(Scalar::ONE, 12), &mut rng(1)).unwrap())
+    P.get_or_init(|| {
+        generate_random_parameters(SquaringChain::new(Scalar::ONE, 12), &mut rng(1)).unwrap()
+    })
 }
 
 /// Like `SquaringChain`, but claims a wrong square at one step.
@@ -37,17 +42,47 @@ impl Circuit<Scalar> for LyingChain {
 fn an_unsatisfied_circuit_is_an_error() {
     let params = generate_random_parameters(LyingChain, &mut rng(2)).unwrap();
     let err = create_proof(LyingChain, &params, Scalar::ONE, Scalar::ONE).unwrap_err();
-    assert!(matches!(err, ProveError::Groth16(Groth16Error::Unsatisfied { index: 0 })), "{err}");
+    assert!(
+        matches!(
+            err,
+            ProveError::Groth16(Groth16Error::Unsatisfied { index: 0 })
+        ),
+        "{err}"
+    );
 }
 
 #[test]
 fn parameters_of_another_circuit_are_an_error() {
     // Same number of inputs, different size.
-    let err = create_proof(SquaringChain::new(Scalar::ONE, 40), chain_params(), Scalar::ONE, Scalar::ONE).unwrap_err();
-    assert!(matches!(err, ProveError::Groth16(Groth16Error::ParameterMismatch(_))), "{err}");
+    let err = create_proof(
+        SquaringChain::new(Scalar::ONE, 40),
+        chain_params(),
+        Scalar::ONE,
+        Scalar::ONE,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, ProveError::Groth16(Groth16Error::ParameterMismatch(_))),
+        "{err}"
+    );
     // Different number of public inputs.
-    let err = create_proof(WithInputs::new(vec![Scalar::ONE; 3]), chain_params(), Scalar::ONE, Scalar::ONE).unwrap_err();
-    assert!(matches!(err, ProveError::Groth16(Groth16Error::WrongInputCount { expected: 1, got: 3 })), "{err}");
+    let err = create_proof(
+        WithInputs::new(vec![Scalar::ONE; 3]),
+        chain_params(),
+        Scalar::ONE,
+        Scalar::ONE,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ProveError::Groth16(Groth16Error::WrongInputCount {
+                expected: 1,
+                got: 3
+            })
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -55,13 +90,22 @@ fn a_failing_synthesis_is_an_error() {
     #[derive(Clone)]
     struct Fails;
     impl Circuit<Scalar> for Fails {
-        fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), SynthesisError> {
             cs.alloc(|| "x", || Err(SynthesisError::AssignmentMissing))?;
             Ok(())
         }
     }
     let err = create_proof(Fails, chain_params(), Scalar::ONE, Scalar::ONE).unwrap_err();
-    assert!(matches!(err, ProveError::Groth16(Groth16Error::Synthesis(SynthesisError::AssignmentMissing))), "{err}");
+    assert!(
+        matches!(
+            err,
+            ProveError::Groth16(Groth16Error::Synthesis(SynthesisError::AssignmentMissing))
+        ),
+        "{err}"
+    );
     // bellperson users can keep `?` into SynthesisError.
     let as_bellperson: SynthesisError = err.into();
     assert!(matches!(as_bellperson, SynthesisError::AssignmentMissing));
@@ -70,15 +114,37 @@ fn a_failing_synthesis_is_an_error() {
 #[test]
 fn mismatched_batch_lengths_are_an_error() {
     let c = SquaringChain::new(Scalar::ONE, 12);
-    let err = cuzk::create_proof_batch(vec![c.clone(), c], chain_params(), vec![Scalar::ONE], vec![Scalar::ONE; 2]).unwrap_err();
-    assert!(matches!(err, ProveError::BatchShape { assignments: 2, rs: 1, ss: 2 }), "{err}");
+    let err = cuzk::create_proof_batch(
+        vec![c.clone(), c],
+        chain_params(),
+        vec![Scalar::ONE],
+        vec![Scalar::ONE; 2],
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ProveError::BatchShape {
+                assignments: 2,
+                rs: 1,
+                ss: 2
+            }
+        ),
+        "{err}"
+    );
 }
 
 fn valid_proof() -> &'static (Proof, Vec<Scalar>) {
     static P: OnceLock<(Proof, Vec<Scalar>)> = OnceLock::new();
     P.get_or_init(|| {
         let c = SquaringChain::new(Scalar::from(5u64), 12);
-        let proof = create_proof(c.clone(), chain_params(), Scalar::from(11u64), Scalar::from(13u64)).unwrap();
+        let proof = create_proof(
+            c.clone(),
+            chain_params(),
+            Scalar::from(11u64),
+            Scalar::from(13u64),
+        )
+        .unwrap();
         (proof, c.public_inputs())
     })
 }
@@ -124,7 +190,11 @@ impl Circuit<Scalar> for RandomR1cs {
             values.push(*w);
         }
         for (k, (a, b)) in self.terms.iter().enumerate() {
-            let eval = |t: &[(u64, usize)]| t.iter().map(|(c, v)| Scalar::from(*c) * values[*v % values.len()]).sum::<Scalar>();
+            let eval = |t: &[(u64, usize)]| {
+                t.iter()
+                    .map(|(c, v)| Scalar::from(*c) * values[*v % values.len()])
+                    .sum::<Scalar>()
+            };
             let product = eval(a) * eval(b);
             let out = cs.alloc(|| format!("p{k}"), || Ok(product))?;
             cs.enforce(

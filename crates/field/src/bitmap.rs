@@ -28,12 +28,18 @@ impl Bitmap {
 
     /// `len` bits, all clear.
     pub fn zeros(len: usize) -> Self {
-        Self { words: vec![0; len.div_ceil(64)], len }
+        Self {
+            words: vec![0; len.div_ceil(64)],
+            len,
+        }
     }
 
     /// `len` bits, all set.
     pub fn ones(len: usize) -> Self {
-        let mut bitmap = Self { words: vec![u64::MAX; len.div_ceil(64)], len };
+        let mut bitmap = Self {
+            words: vec![u64::MAX; len.div_ceil(64)],
+            len,
+        };
         bitmap.clear_tail();
         bitmap
     }
@@ -79,13 +85,21 @@ impl Bitmap {
 
     /// Bit `i`. Panics when `i >= len`, like slice indexing.
     pub fn get(&self, i: usize) -> bool {
-        assert!(i < self.len, "bit {i} out of range for a bitmap of {} bits", self.len);
+        assert!(
+            i < self.len,
+            "bit {i} out of range for a bitmap of {} bits",
+            self.len
+        );
         self.words[i / 64] >> (i % 64) & 1 == 1
     }
 
     /// Sets bit `i`. Panics when `i >= len`.
     pub fn set(&mut self, i: usize) {
-        assert!(i < self.len, "bit {i} out of range for a bitmap of {} bits", self.len);
+        assert!(
+            i < self.len,
+            "bit {i} out of range for a bitmap of {} bits",
+            self.len
+        );
         self.words[i / 64] |= 1 << (i % 64);
     }
 

@@ -29,7 +29,10 @@ impl Domain {
     /// The domain of `2^log_n` points.
     pub fn new(log_n: u32) -> Result<Self, FieldError> {
         if log_n > Self::MAX_LOG_N {
-            return Err(FieldError::DomainTooLarge { log_n, max: Self::MAX_LOG_N });
+            return Err(FieldError::DomainTooLarge {
+                log_n,
+                max: Self::MAX_LOG_N,
+            });
         }
         let mut omega = Scalar::ROOT_OF_UNITY;
         for _ in log_n..Self::MAX_LOG_N {
@@ -147,7 +150,10 @@ mod tests {
 
     #[test]
     fn too_large_is_an_error() {
-        assert_eq!(Domain::new(33), Err(FieldError::DomainTooLarge { log_n: 33, max: 32 }));
+        assert_eq!(
+            Domain::new(33),
+            Err(FieldError::DomainTooLarge { log_n: 33, max: 32 })
+        );
     }
 
     #[test]

@@ -16,14 +16,30 @@ use crate::{FieldError, Fp, Fp2, G1Affine, G2Affine, Scalar};
 
 /// Fr's modulus `r` as little-endian `u32` limbs.
 pub const FR_MODULUS: [u32; 8] = [
-    0x0000_0001, 0xffff_ffff, 0xfffe_5bfe, 0x53bd_a402, 0x09a1_d805, 0x3339_d808, 0x299d_7d48,
+    0x0000_0001,
+    0xffff_ffff,
+    0xfffe_5bfe,
+    0x53bd_a402,
+    0x09a1_d805,
+    0x3339_d808,
+    0x299d_7d48,
     0x73ed_a753,
 ];
 
 /// Fp's modulus `p` as little-endian `u32` limbs.
 pub const FP_MODULUS: [u32; 12] = [
-    0xffff_aaab, 0xb9fe_ffff, 0xb153_ffff, 0x1eab_fffe, 0xf6b0_f624, 0x6730_d2a0, 0xf385_12bf,
-    0x6477_4b84, 0x434b_acd7, 0x4b1b_a7b6, 0x397f_e69a, 0x1a01_11ea,
+    0xffff_aaab,
+    0xb9fe_ffff,
+    0xb153_ffff,
+    0x1eab_fffe,
+    0xf6b0_f624,
+    0x6730_d2a0,
+    0xf385_12bf,
+    0x6477_4b84,
+    0x434b_acd7,
+    0x4b1b_a7b6,
+    0x397f_e69a,
+    0x1a01_11ea,
 ];
 
 /// An Fr element in Montgomery form, eight little-endian `u32` limbs.
@@ -120,7 +136,9 @@ impl TryFrom<FrLimbs> for Scalar {
         if !less_than(&limbs.0, &FR_MODULUS) {
             return Err(FieldError::NotCanonical("Fr"));
         }
-        Ok(Scalar::from(blst::blst_fr { l: u32s_to_u64s(limbs.0) }))
+        Ok(Scalar::from(blst::blst_fr {
+            l: u32s_to_u64s(limbs.0),
+        }))
     }
 }
 
@@ -144,7 +162,10 @@ impl TryFrom<FpLimbs> for Fp {
 
 impl From<Fp2> for Fp2Limbs {
     fn from(x: Fp2) -> Self {
-        Fp2Limbs { c0: x.c0().into(), c1: x.c1().into() }
+        Fp2Limbs {
+            c0: x.c0().into(),
+            c1: x.c1().into(),
+        }
     }
 }
 
@@ -174,11 +195,7 @@ impl G1AffineLimbs {
         if self.x == FpLimbs::default() && self.y == FpLimbs::default() {
             return Ok(G1Affine::default());
         }
-        let p = G1Affine::from_raw_unchecked(
-            Fp::try_from(self.x)?,
-            Fp::try_from(self.y)?,
-            false,
-        );
+        let p = G1Affine::from_raw_unchecked(Fp::try_from(self.x)?, Fp::try_from(self.y)?, false);
         if bool::from(p.is_on_curve()) && bool::from(p.is_torsion_free()) {
             Ok(p)
         } else {
@@ -193,11 +210,7 @@ impl G2AffineLimbs {
         if self.x == Fp2Limbs::default() && self.y == Fp2Limbs::default() {
             return Ok(G2Affine::default());
         }
-        let p = G2Affine::from_raw_unchecked(
-            Fp2::try_from(self.x)?,
-            Fp2::try_from(self.y)?,
-            false,
-        );
+        let p = G2Affine::from_raw_unchecked(Fp2::try_from(self.x)?, Fp2::try_from(self.y)?, false);
         if bool::from(p.is_on_curve()) && bool::from(p.is_torsion_free()) {
             Ok(p)
         } else {
@@ -254,7 +267,10 @@ mod tests {
     use rand_core::SeedableRng;
 
     fn limbs_of(bytes: &[u8]) -> Vec<u32> {
-        bytes.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+        bytes
+            .chunks(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
     }
 
     #[test]
@@ -265,18 +281,37 @@ mod tests {
 
     #[test]
     fn edge_scalars_round_trip() {
-        for s in [Scalar::ZERO, Scalar::ONE, -Scalar::ONE, Scalar::ROOT_OF_UNITY] {
+        for s in [
+            Scalar::ZERO,
+            Scalar::ONE,
+            -Scalar::ONE,
+            Scalar::ROOT_OF_UNITY,
+        ] {
             assert_eq!(Scalar::try_from(FrLimbs::from(s)).unwrap(), s);
         }
-        assert_eq!(Scalar::try_from(FrLimbs(FR_MODULUS)), Err(FieldError::NotCanonical("Fr")));
-        assert_eq!(Fp::try_from(FpLimbs(FP_MODULUS)), Err(FieldError::NotCanonical("Fp")));
+        assert_eq!(
+            Scalar::try_from(FrLimbs(FR_MODULUS)),
+            Err(FieldError::NotCanonical("Fr"))
+        );
+        assert_eq!(
+            Fp::try_from(FpLimbs(FP_MODULUS)),
+            Err(FieldError::NotCanonical("Fp"))
+        );
     }
 
     #[test]
     fn infinity_is_zero_limbs() {
-        assert_eq!(G1AffineLimbs::from(G1Affine::identity()), G1AffineLimbs::default());
-        assert_eq!(G2AffineLimbs::from(G2Affine::identity()), G2AffineLimbs::default());
-        assert!(bool::from(G1AffineLimbs::default().to_affine().unwrap().is_identity()));
+        assert_eq!(
+            G1AffineLimbs::from(G1Affine::identity()),
+            G1AffineLimbs::default()
+        );
+        assert_eq!(
+            G2AffineLimbs::from(G2Affine::identity()),
+            G2AffineLimbs::default()
+        );
+        assert!(bool::from(
+            G1AffineLimbs::default().to_affine().unwrap().is_identity()
+        ));
     }
 
     proptest! {

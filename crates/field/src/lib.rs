@@ -16,8 +16,8 @@ pub mod domain;
 pub mod layout;
 
 pub use blstrs::{
-    Bls12, Compress, Fp, Fp12, Fp2, G1Affine, G1Compressed, G1Projective, G1Uncompressed,
-    G2Affine, G2Compressed, G2Prepared, G2Projective, G2Uncompressed, Gt, Scalar,
+    Bls12, Compress, Fp, Fp12, Fp2, G1Affine, G1Compressed, G1Projective, G1Uncompressed, G2Affine,
+    G2Compressed, G2Prepared, G2Projective, G2Uncompressed, Gt, Scalar,
 };
 pub use {blstrs, ff, group, pairing};
 

@@ -68,7 +68,8 @@ pub(crate) fn decode_points<P: Uncompressed>(
         .enumerate()
         .map(|(i, chunk)| {
             let index = first_index + i;
-            let p = P::decode(chunk, checked).ok_or(Groth16Error::InvalidPoint { section, index })?;
+            let p =
+                P::decode(chunk, checked).ok_or(Groth16Error::InvalidPoint { section, index })?;
             if !allow_identity && bool::from(p.is_identity()) {
                 return Err(Groth16Error::PointAtInfinity { section, index });
             }
@@ -109,7 +110,11 @@ impl<R: Read> CountingReader<R> {
         Self { inner, offset: 0 }
     }
 
-    pub(crate) fn read_exact(&mut self, buf: &mut [u8], section: Section) -> Result<(), Groth16Error> {
+    pub(crate) fn read_exact(
+        &mut self,
+        buf: &mut [u8],
+        section: Section,
+    ) -> Result<(), Groth16Error> {
         match self.inner.read_exact(buf) {
             Ok(()) => {
                 self.offset += buf.len() as u64;
@@ -145,7 +150,13 @@ impl<R: Read> CountingReader<R> {
             let batch = (count - out.len()).min(BATCH_POINTS);
             buf.resize(batch * P::SIZE, 0);
             self.read_exact(&mut buf, section)?;
-            out.extend(decode_points::<P>(&buf, section, out.len(), checked, allow_identity)?);
+            out.extend(decode_points::<P>(
+                &buf,
+                section,
+                out.len(),
+                checked,
+                allow_identity,
+            )?);
         }
         Ok(out)
     }
@@ -196,7 +207,11 @@ impl<'a> SliceReader<'a> {
     }
 
     /// Reads a count and checks that the input holds that many points before touching them.
-    pub(crate) fn take_vector(&mut self, size: usize, section: Section) -> Result<(usize, &'a [u8]), Groth16Error> {
+    pub(crate) fn take_vector(
+        &mut self,
+        size: usize,
+        section: Section,
+    ) -> Result<(usize, &'a [u8]), Groth16Error> {
         let count = self.read_u32(section)? as usize;
         Ok((count, self.take(count * size, section)?))
     }

@@ -47,8 +47,14 @@ pub enum Groth16Error {
     #[error("I/O error: {0}")]
     Io(#[from] io::Error),
     /// The input ended inside `section`.
-    #[error("truncated input: it ends inside {section} (needed {needed} more bytes at offset {offset})")]
-    Truncated { section: Section, offset: u64, needed: u64 },
+    #[error(
+        "truncated input: it ends inside {section} (needed {needed} more bytes at offset {offset})"
+    )]
+    Truncated {
+        section: Section,
+        offset: u64,
+        needed: u64,
+    },
     /// Bytes after the last section of a parameter file.
     #[error("{extra} unexpected bytes after the end of the parameter file")]
     TrailingBytes { extra: u64 },
@@ -69,7 +75,11 @@ pub enum Groth16Error {
     UnknownVariable { constraint: usize, variable: String },
     /// Two things whose lengths must agree do not.
     #[error("length mismatch in {what}: expected {expected}, got {got}")]
-    LengthMismatch { what: &'static str, expected: usize, got: usize },
+    LengthMismatch {
+        what: &'static str,
+        expected: usize,
+        got: usize,
+    },
     /// The parameters do not belong to this circuit.
     #[error("the parameters do not match the circuit: {0}")]
     ParameterMismatch(String),

@@ -26,7 +26,9 @@ pub use engine::{Bls12, Engine};
 pub use error::{Groth16Error, Section};
 pub use params::{MappedParameters, ParameterSource, Parameters};
 pub use proof::Proof;
-pub use setup::{generate_parameters, generate_parameters_with, generate_random_parameters, ToxicWaste};
+pub use setup::{
+    generate_parameters, generate_parameters_with, generate_random_parameters, ToxicWaste,
+};
 pub use synthesis::{synthesize, ProvingAssignment};
 pub use verify::{prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey};
 pub use vk::VerifyingKey;

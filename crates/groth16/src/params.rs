@@ -119,11 +119,21 @@ impl Parameters {
         if extra != 0 {
             return Err(Groth16Error::TrailingBytes { extra });
         }
-        Ok(Self { vk, h, l, a, b_g1, b_g2 })
+        Ok(Self {
+            vk,
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+        })
     }
 
     /// bellperson's name for [`MappedParameters::open`].
-    pub fn build_mapped_parameters(path: PathBuf, checked: bool) -> Result<MappedParameters, Groth16Error> {
+    pub fn build_mapped_parameters(
+        path: PathBuf,
+        checked: bool,
+    ) -> Result<MappedParameters, Groth16Error> {
         MappedParameters::open(path, checked)
     }
 
@@ -187,9 +197,21 @@ impl MappedParameters {
         let b_g1 = section(G1_UNCOMPRESSED, Section::BG1)?;
         let b_g2 = section(G2_UNCOMPRESSED, Section::BG2)?;
         if r.remaining() != 0 {
-            return Err(Groth16Error::TrailingBytes { extra: r.remaining() as u64 });
+            return Err(Groth16Error::TrailingBytes {
+                extra: r.remaining() as u64,
+            });
         }
-        Ok(Self { path, map, vk, checked, h, l, a, b_g1, b_g2 })
+        Ok(Self {
+            path,
+            map,
+            vk,
+            checked,
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+        })
     }
 
     /// The mapped file.
@@ -211,7 +233,8 @@ impl MappedParameters {
                 got: range.end,
             });
         }
-        let slice = &self.map[bytes.start + range.start * P::SIZE..bytes.start + range.end * P::SIZE];
+        let slice =
+            &self.map[bytes.start + range.start * P::SIZE..bytes.start + range.end * P::SIZE];
         decode_points(slice, section, range.start, self.checked, false)
     }
 

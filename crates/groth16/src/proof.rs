@@ -37,7 +37,11 @@ impl<E: Engine> Eq for Proof<E> {}
 
 impl<E: Engine> std::fmt::Debug for Proof<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Proof").field("a", &self.a).field("b", &self.b).field("c", &self.c).finish()
+        f.debug_struct("Proof")
+            .field("a", &self.a)
+            .field("b", &self.b)
+            .field("c", &self.c)
+            .finish()
     }
 }
 
@@ -47,7 +51,12 @@ impl Proof {
 
     /// A proof from its three points.
     pub fn new(a: G1Affine, b: G2Affine, c: G1Affine) -> Self {
-        Self { a, b, c, _engine: PhantomData }
+        Self {
+            a,
+            b,
+            c,
+            _engine: PhantomData,
+        }
     }
 
     /// The encoded size (bellperson's `Proof::size()`).
@@ -73,13 +82,22 @@ impl Proof {
                 got: bytes.len(),
             });
         }
-        let invalid = |name| Groth16Error::InvalidPoint { section: Section::Proof(name), index: 0 };
-        let a = Option::from(G1Affine::from_compressed(bytes[..48].try_into().expect("48 bytes")))
-            .ok_or(invalid("a"))?;
-        let b = Option::from(G2Affine::from_compressed(bytes[48..144].try_into().expect("96 bytes")))
-            .ok_or(invalid("b"))?;
-        let c = Option::from(G1Affine::from_compressed(bytes[144..].try_into().expect("48 bytes")))
-            .ok_or(invalid("c"))?;
+        let invalid = |name| Groth16Error::InvalidPoint {
+            section: Section::Proof(name),
+            index: 0,
+        };
+        let a = Option::from(G1Affine::from_compressed(
+            bytes[..48].try_into().expect("48 bytes"),
+        ))
+        .ok_or(invalid("a"))?;
+        let b = Option::from(G2Affine::from_compressed(
+            bytes[48..144].try_into().expect("96 bytes"),
+        ))
+        .ok_or(invalid("b"))?;
+        let c = Option::from(G1Affine::from_compressed(
+            bytes[144..].try_into().expect("48 bytes"),
+        ))
+        .ok_or(invalid("c"))?;
         Ok(Self::new(a, b, c))
     }
 
@@ -92,9 +110,11 @@ impl Proof {
     pub fn read<R: Read>(mut reader: R) -> Result<Self, Groth16Error> {
         let mut bytes = [0u8; 192];
         reader.read_exact(&mut bytes).map_err(|e| match e.kind() {
-            std::io::ErrorKind::UnexpectedEof => {
-                Groth16Error::Truncated { section: Section::Proof("bytes"), offset: 0, needed: 192 }
-            }
+            std::io::ErrorKind::UnexpectedEof => Groth16Error::Truncated {
+                section: Section::Proof("bytes"),
+                offset: 0,
+                needed: 192,
+            },
             _ => e.into(),
         })?;
         Self::from_bytes(&bytes)

@@ -9,7 +9,9 @@
 //! form: `Lⱼ(τ) = Z(τ)/n · ωʲ/(τ − ωʲ)`, with one batch inversion, instead of an inverse FFT of
 //! the powers of τ.
 
-use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use bellpepper_core::{
+    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
+};
 use cuzk_field::{Domain, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::{BatchInvert, Field};
 use group::{prime::PrimeCurveAffine, Curve, Group};
@@ -76,7 +78,18 @@ pub fn generate_parameters<C: Circuit<Scalar>>(
     delta: Scalar,
     tau: Scalar,
 ) -> Result<Parameters, Groth16Error> {
-    generate_parameters_with(circuit, &ToxicWaste { g1, g2, alpha, beta, gamma, delta, tau })
+    generate_parameters_with(
+        circuit,
+        &ToxicWaste {
+            g1,
+            g2,
+            alpha,
+            beta,
+            gamma,
+            delta,
+            tau,
+        },
+    )
 }
 
 type Terms = Vec<Vec<(Scalar, usize)>>;
@@ -119,7 +132,9 @@ impl ConstraintSystem<Scalar> for KeypairAssembly {
         self.at_inputs.push(vec![]);
         self.bt_inputs.push(vec![]);
         self.ct_inputs.push(vec![]);
-        Ok(Variable::new_unchecked(Index::Input(self.at_inputs.len() - 1)))
+        Ok(Variable::new_unchecked(Index::Input(
+            self.at_inputs.len() - 1,
+        )))
     }
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
@@ -148,9 +163,21 @@ impl ConstraintSystem<Scalar> for KeypairAssembly {
                 }
             }
         };
-        record(a(LinearCombination::zero()), &mut self.at_inputs, &mut self.at_aux);
-        record(b(LinearCombination::zero()), &mut self.bt_inputs, &mut self.bt_aux);
-        record(c(LinearCombination::zero()), &mut self.ct_inputs, &mut self.ct_aux);
+        record(
+            a(LinearCombination::zero()),
+            &mut self.at_inputs,
+            &mut self.at_aux,
+        );
+        record(
+            b(LinearCombination::zero()),
+            &mut self.bt_inputs,
+            &mut self.bt_aux,
+        );
+        record(
+            c(LinearCombination::zero()),
+            &mut self.ct_inputs,
+            &mut self.ct_aux,
+        );
         self.num_constraints += 1;
     }
 
@@ -181,7 +208,11 @@ fn lagrange_at(domain: &Domain, tau: Scalar) -> Result<Vec<Scalar>, Groth16Error
         chunk.batch_invert();
     });
     let scale = domain.z_at(tau) * domain.n_inv();
-    Ok(omegas.par_iter().zip(&denominators).map(|(w, d)| scale * w * d).collect())
+    Ok(omegas
+        .par_iter()
+        .zip(&denominators)
+        .map(|(w, d)| scale * w * d)
+        .collect())
 }
 
 fn eval_at(lagrange: &[Scalar], terms: &[(Scalar, usize)]) -> Scalar {
@@ -218,24 +249,26 @@ where
         })
         .collect();
     let mut out = vec![G::AffineRepr::default(); scalars.len()];
-    out.par_chunks_mut(1024).zip(scalars.par_chunks(1024)).for_each(|(out, scalars)| {
-        let proj: Vec<G> = scalars
-            .iter()
-            .map(|s| {
-                let bytes = s.to_bytes_le();
-                let mut acc = G::identity();
-                for (w, window) in table.iter().enumerate() {
-                    // COMB_BITS = 8: window w is byte w.
-                    let digit = bytes[w] as usize;
-                    if digit != 0 {
-                        acc += &window[digit];
+    out.par_chunks_mut(1024)
+        .zip(scalars.par_chunks(1024))
+        .for_each(|(out, scalars)| {
+            let proj: Vec<G> = scalars
+                .iter()
+                .map(|s| {
+                    let bytes = s.to_bytes_le();
+                    let mut acc = G::identity();
+                    for (w, window) in table.iter().enumerate() {
+                        // COMB_BITS = 8: window w is byte w.
+                        let digit = bytes[w] as usize;
+                        if digit != 0 {
+                            acc += &window[digit];
+                        }
                     }
-                }
-                acc
-            })
-            .collect();
-        G::batch_normalize(&proj, out);
-    });
+                    acc
+                })
+                .collect();
+            G::batch_normalize(&proj, out);
+        });
     out
 }
 
@@ -248,22 +281,33 @@ pub fn generate_parameters_with<C: Circuit<Scalar>>(
     cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     circuit.synthesize(&mut cs)?;
     for i in 0..cs.at_inputs.len() {
-        cs.enforce(|| "input constraint", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
+        cs.enforce(
+            || "input constraint",
+            |lc| lc + Variable::new_unchecked(Index::Input(i)),
+            |lc| lc,
+            |lc| lc,
+        );
     }
     if let Some(e) = cs.error.take() {
         return Err(e);
     }
 
-    let domain = Domain::for_size(cs.num_constraints)
-        .map_err(|_| Groth16Error::DomainTooLarge { log_n: usize::BITS - cs.num_constraints.leading_zeros() })?;
-    let gamma_inv = Option::<Scalar>::from(waste.gamma.invert()).ok_or(Groth16Error::UnexpectedIdentity)?;
-    let delta_inv = Option::<Scalar>::from(waste.delta.invert()).ok_or(Groth16Error::UnexpectedIdentity)?;
+    let domain =
+        Domain::for_size(cs.num_constraints).map_err(|_| Groth16Error::DomainTooLarge {
+            log_n: usize::BITS - cs.num_constraints.leading_zeros(),
+        })?;
+    let gamma_inv =
+        Option::<Scalar>::from(waste.gamma.invert()).ok_or(Groth16Error::UnexpectedIdentity)?;
+    let delta_inv =
+        Option::<Scalar>::from(waste.delta.invert()).ok_or(Groth16Error::UnexpectedIdentity)?;
     let lagrange = lagrange_at(&domain, waste.tau)?;
 
     // h: τ^i · Z(τ) / δ for i in 0..n-1.
     let h_coeff = domain.z_at(waste.tau) * delta_inv;
-    let h_scalars: Vec<Scalar> =
-        Domain::powers(waste.tau, domain.n() - 1).into_par_iter().map(|p| p * h_coeff).collect();
+    let h_scalars: Vec<Scalar> = Domain::powers(waste.tau, domain.n() - 1)
+        .into_par_iter()
+        .map(|p| p * h_coeff)
+        .collect();
 
     // Per variable, inputs then aux: A(τ), B(τ), and the IC / L scalar.
     let evaluate = |at: &Terms, bt: &Terms, ct: &Terms, inv: Scalar| {
@@ -271,7 +315,11 @@ pub fn generate_parameters_with<C: Circuit<Scalar>>(
             .zip(bt)
             .zip(ct)
             .map(|((a, b), c)| {
-                let (a, b, c) = (eval_at(&lagrange, a), eval_at(&lagrange, b), eval_at(&lagrange, c));
+                let (a, b, c) = (
+                    eval_at(&lagrange, a),
+                    eval_at(&lagrange, b),
+                    eval_at(&lagrange, c),
+                );
                 (a, b, (waste.beta * a + waste.alpha * b + c) * inv)
             })
             .collect::<Vec<_>>()
@@ -287,7 +335,11 @@ pub fn generate_parameters_with<C: Circuit<Scalar>>(
         return Err(Groth16Error::UnconstrainedVariable { index });
     }
 
-    let nonzero_g1 = |v: Vec<G1Affine>| v.into_iter().filter(|p| !bool::from(p.is_identity())).collect::<Vec<_>>();
+    let nonzero_g1 = |v: Vec<G1Affine>| {
+        v.into_iter()
+            .filter(|p| !bool::from(p.is_identity()))
+            .collect::<Vec<_>>()
+    };
     let h = fixed_base(waste.g1, &h_scalars);
     let l = fixed_base(waste.g1, &l_scalars);
     let ic = fixed_base(waste.g1, &ic_scalars);
@@ -308,5 +360,12 @@ pub fn generate_parameters_with<C: Circuit<Scalar>>(
         (g2 * waste.delta).to_affine(),
         ic,
     );
-    Ok(Parameters { vk, h: Arc::new(h), l: Arc::new(l), a: Arc::new(a), b_g1: Arc::new(b_g1), b_g2: Arc::new(b_g2) })
+    Ok(Parameters {
+        vk,
+        h: Arc::new(h),
+        l: Arc::new(l),
+        a: Arc::new(a),
+        b_g1: Arc::new(b_g1),
+        b_g2: Arc::new(b_g2),
+    })
 }

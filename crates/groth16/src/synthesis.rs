@@ -8,7 +8,9 @@
 //! independent), inputs have full density in A, and a variable counts as occurring in a
 //! polynomial only where its coefficient is non-zero.
 
-use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use bellpepper_core::{
+    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
+};
 use cuzk_field::{Bitmap, Scalar};
 use ff::Field;
 
@@ -44,7 +46,9 @@ impl ProvingAssignment {
     /// The first constraint whose `a·b = c` fails, if any.
     pub fn first_unsatisfied(&self) -> Option<usize> {
         use rayon::prelude::*;
-        (0..self.a.len()).into_par_iter().find_first(|&i| self.a[i] * self.b[i] != self.c[i])
+        (0..self.a.len())
+            .into_par_iter()
+            .find_first(|&i| self.a[i] * self.b[i] != self.c[i])
     }
 
     /// Checks that every constraint holds.
@@ -58,18 +62,33 @@ impl ProvingAssignment {
     /// Checks that the vectors agree in length with each other and with the densities.
     pub fn check_shape(&self) -> Result<(), Groth16Error> {
         let n = self.a.len();
-        for (what, got) in [("b evaluations", self.b.len()), ("c evaluations", self.c.len())] {
+        for (what, got) in [
+            ("b evaluations", self.b.len()),
+            ("c evaluations", self.c.len()),
+        ] {
             if got != n {
-                return Err(Groth16Error::LengthMismatch { what, expected: n, got });
+                return Err(Groth16Error::LengthMismatch {
+                    what,
+                    expected: n,
+                    got,
+                });
             }
         }
         for (what, expected, got) in [
             ("a_aux_density", self.aux.len(), self.a_aux_density.len()),
             ("b_aux_density", self.aux.len(), self.b_aux_density.len()),
-            ("b_input_density", self.input.len(), self.b_input_density.len()),
+            (
+                "b_input_density",
+                self.input.len(),
+                self.b_input_density.len(),
+            ),
         ] {
             if got != expected {
-                return Err(Groth16Error::LengthMismatch { what, expected, got });
+                return Err(Groth16Error::LengthMismatch {
+                    what,
+                    expected,
+                    got,
+                });
             }
         }
         Ok(())
@@ -83,7 +102,12 @@ pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<ProvingAssignment, G
     cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     circuit.synthesize(&mut cs)?;
     for i in 0..cs.assignment.input.len() {
-        cs.enforce(|| "input constraint", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
+        cs.enforce(
+            || "input constraint",
+            |lc| lc + Variable::new_unchecked(Index::Input(i)),
+            |lc| lc,
+            |lc| lc,
+        );
     }
     if let Some(e) = cs.error {
         return Err(e);
@@ -128,7 +152,11 @@ fn eval(
             continue;
         }
         let value = input.get(i).ok_or_else(|| format!("input {i}"))?;
-        acc += if *coeff == Scalar::ONE { *value } else { *value * coeff };
+        acc += if *coeff == Scalar::ONE {
+            *value
+        } else {
+            *value * coeff
+        };
         if let Some(d) = input_density.as_deref_mut() {
             d.set(i);
         }
@@ -138,7 +166,11 @@ fn eval(
             continue;
         }
         let value = aux.get(i).ok_or_else(|| format!("aux {i}"))?;
-        acc += if *coeff == Scalar::ONE { *value } else { *value * coeff };
+        acc += if *coeff == Scalar::ONE {
+            *value
+        } else {
+            *value * coeff
+        };
         if let Some(d) = aux_density.as_deref_mut() {
             d.set(i);
         }
@@ -182,20 +214,33 @@ impl ConstraintSystem<Scalar> for ProvingSystem {
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
-        let (a, b, c) = (a(LinearCombination::zero()), b(LinearCombination::zero()), c(LinearCombination::zero()));
+        let (a, b, c) = (
+            a(LinearCombination::zero()),
+            b(LinearCombination::zero()),
+            c(LinearCombination::zero()),
+        );
         let s = &mut self.assignment;
         let constraint = s.a.len();
         let result = (|| {
             // Inputs have full density in A: every input has its own `x · 0 = 0` constraint.
             let va = eval(&a, &s.input, &s.aux, None, Some(&mut s.a_aux_density))?;
-            let vb = eval(&b, &s.input, &s.aux, Some(&mut s.b_input_density), Some(&mut s.b_aux_density))?;
+            let vb = eval(
+                &b,
+                &s.input,
+                &s.aux,
+                Some(&mut s.b_input_density),
+                Some(&mut s.b_aux_density),
+            )?;
             let vc = eval(&c, &s.input, &s.aux, None, None)?;
             Ok::<_, String>((va, vb, vc))
         })();
         let (va, vb, vc) = match result {
             Ok(v) => v,
             Err(variable) => {
-                self.error.get_or_insert(Groth16Error::UnknownVariable { constraint, variable });
+                self.error.get_or_insert(Groth16Error::UnknownVariable {
+                    constraint,
+                    variable,
+                });
                 (Scalar::ZERO, Scalar::ZERO, Scalar::ZERO)
             }
         };

@@ -29,7 +29,9 @@ pub struct PreparedVerifyingKey<E: Engine = Bls12> {
 
 impl<E: Engine> std::fmt::Debug for PreparedVerifyingKey<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PreparedVerifyingKey").field("ic_len", &self.ic.len()).finish()
+        f.debug_struct("PreparedVerifyingKey")
+            .field("ic_len", &self.ic.len())
+            .finish()
     }
 }
 

@@ -33,7 +33,10 @@ pub struct VerifyingKey<E: Engine = Bls12> {
 
 impl<E: Engine> Clone for VerifyingKey<E> {
     fn clone(&self) -> Self {
-        Self { ic: self.ic.clone(), ..*self }
+        Self {
+            ic: self.ic.clone(),
+            ..*self
+        }
     }
 }
 
@@ -86,7 +89,16 @@ impl VerifyingKey {
         delta_g2: G2Affine,
         ic: Vec<G1Affine>,
     ) -> Self {
-        Self { alpha_g1, beta_g1, beta_g2, gamma_g2, delta_g1, delta_g2, ic, _engine: PhantomData }
+        Self {
+            alpha_g1,
+            beta_g1,
+            beta_g2,
+            gamma_g2,
+            delta_g1,
+            delta_g2,
+            ic,
+            _engine: PhantomData,
+        }
     }
 
     /// The number of public inputs it verifies (not counting the constant one).
@@ -161,8 +173,10 @@ impl VerifyingKey {
         ic: Vec<G1Affine>,
     ) -> Result<Self, Groth16Error> {
         fn one<P: Uncompressed>(bytes: &[u8], name: &'static str) -> Result<P, Groth16Error> {
-            P::decode(bytes, true)
-                .ok_or(Groth16Error::InvalidPoint { section: Section::VerifyingKey(name), index: 0 })
+            P::decode(bytes, true).ok_or(Groth16Error::InvalidPoint {
+                section: Section::VerifyingKey(name),
+                index: 0,
+            })
         }
         Ok(Self::new(
             one(&g1[0], "alpha_g1")?,

@@ -4,8 +4,8 @@
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use cuzk_field::{Fp, G1Affine, Scalar};
 use cuzk_groth16::{
-    generate_random_parameters, prepare_verifying_key, verify_proof, Groth16Error, MappedParameters,
-    Parameters, Proof, Section, VerifyingKey,
+    generate_random_parameters, prepare_verifying_key, verify_proof, Groth16Error,
+    MappedParameters, Parameters, Proof, Section, VerifyingKey,
 };
 use ff::Field;
 use group::prime::PrimeCurveAffine;
@@ -35,14 +35,17 @@ impl Circuit<Scalar> for Cubes {
 }
 
 fn inputs(n: usize) -> Vec<Scalar> {
-    (0..n).map(|i| Scalar::from(i as u64 + 2).pow_vartime([3])).collect()
+    (0..n)
+        .map(|i| Scalar::from(i as u64 + 2).pow_vartime([3]))
+        .collect()
 }
 
 /// A small parameter file and its bytes, made once.
 fn fixture() -> &'static (Parameters, Vec<u8>) {
     static FIXTURE: OnceLock<(Parameters, Vec<u8>)> = OnceLock::new();
     FIXTURE.get_or_init(|| {
-        let params = generate_random_parameters(Cubes { n: 3 }, &mut ChaCha20Rng::seed_from_u64(7)).unwrap();
+        let params =
+            generate_random_parameters(Cubes { n: 3 }, &mut ChaCha20Rng::seed_from_u64(7)).unwrap();
         let mut bytes = Vec::new();
         params.write(&mut bytes).unwrap();
         (params, bytes)
@@ -64,7 +67,10 @@ fn read_both(bytes: &[u8], checked: bool) -> [Result<Parameters, Groth16Error>; 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.params");
     std::fs::write(&path, bytes).unwrap();
-    [Parameters::read(bytes, checked), Parameters::read_file(&path, checked)]
+    [
+        Parameters::read(bytes, checked),
+        Parameters::read_file(&path, checked),
+    ]
 }
 
 #[test]
@@ -82,7 +88,10 @@ fn round_trips_through_stream_and_map() {
     let mapped = MappedParameters::<cuzk_groth16::Bls12>::open(&path, true).unwrap();
     assert_eq!(mapped.h(1..3).unwrap(), params.h[1..3].to_vec());
     assert_eq!(mapped.b_g2(0..mapped.b_g2_len()).unwrap(), *params.b_g2);
-    assert!(matches!(mapped.h(0..mapped.h_len() + 1), Err(Groth16Error::LengthMismatch { .. })));
+    assert!(matches!(
+        mapped.h(0..mapped.h_len() + 1),
+        Err(Groth16Error::LengthMismatch { .. })
+    ));
 }
 
 #[test]
@@ -95,7 +104,10 @@ fn every_truncation_is_a_typed_error() {
     cuts.push(bytes.len() - 1);
     for cut in cuts {
         for read in read_both(&bytes[..cut], false) {
-            assert!(matches!(read, Err(Groth16Error::Truncated { .. })), "cut at {cut}: {read:?}");
+            assert!(
+                matches!(read, Err(Groth16Error::Truncated { .. })),
+                "cut at {cut}: {read:?}"
+            );
         }
     }
 }
@@ -106,7 +118,10 @@ fn trailing_bytes_are_an_error() {
     let mut longer = bytes.clone();
     longer.push(0);
     for read in read_both(&longer, true) {
-        assert!(matches!(read, Err(Groth16Error::TrailingBytes { extra: 1 })), "{read:?}");
+        assert!(
+            matches!(read, Err(Groth16Error::TrailingBytes { extra: 1 })),
+            "{read:?}"
+        );
     }
 }
 
@@ -117,7 +132,16 @@ fn a_huge_count_does_not_allocate_it() {
     let h_count = layout(params)[1] - 4;
     bad[h_count..h_count + 4].copy_from_slice(&u32::MAX.to_be_bytes());
     for read in read_both(&bad, false) {
-        assert!(matches!(read, Err(Groth16Error::Truncated { section: Section::H, .. })), "{read:?}");
+        assert!(
+            matches!(
+                read,
+                Err(Groth16Error::Truncated {
+                    section: Section::H,
+                    ..
+                })
+            ),
+            "{read:?}"
+        );
     }
 }
 
@@ -129,14 +153,26 @@ fn corrupted_points_are_invalid() {
     // Change a coordinate byte of l[1]: the point leaves the curve.
     bad[l_start + 96 + 60] ^= 0x5a;
     for read in read_both(&bad, false) {
-        assert!(matches!(read, Err(Groth16Error::InvalidPoint { section: Section::L, index: 1 })), "{read:?}");
+        assert!(
+            matches!(
+                read,
+                Err(Groth16Error::InvalidPoint {
+                    section: Section::L,
+                    index: 1
+                })
+            ),
+            "{read:?}"
+        );
     }
     // The verifying key is always checked.
     let mut bad = bytes.clone();
     bad[10] ^= 1;
     assert!(matches!(
         Parameters::read(&bad[..], false),
-        Err(Groth16Error::InvalidPoint { section: Section::VerifyingKey("alpha_g1"), .. })
+        Err(Groth16Error::InvalidPoint {
+            section: Section::VerifyingKey("alpha_g1"),
+            ..
+        })
     ));
 }
 
@@ -166,7 +202,16 @@ fn subgroup_is_checked_only_when_asked() {
     let mut bad = bytes.clone();
     bad[a_start..a_start + 96].copy_from_slice(&off_subgroup_point());
     for read in read_both(&bad, true) {
-        assert!(matches!(read, Err(Groth16Error::InvalidPoint { section: Section::A, index: 0 })), "{read:?}");
+        assert!(
+            matches!(
+                read,
+                Err(Groth16Error::InvalidPoint {
+                    section: Section::A,
+                    index: 0
+                })
+            ),
+            "{read:?}"
+        );
     }
     for read in read_both(&bad, false) {
         assert!(read.is_ok());
@@ -182,7 +227,16 @@ fn infinity_in_a_query_is_an_error() {
     infinity[0] = 0x40;
     bad[h_start..h_start + 96].copy_from_slice(&infinity);
     for read in read_both(&bad, true) {
-        assert!(matches!(read, Err(Groth16Error::PointAtInfinity { section: Section::H, index: 0 })), "{read:?}");
+        assert!(
+            matches!(
+                read,
+                Err(Groth16Error::PointAtInfinity {
+                    section: Section::H,
+                    index: 0
+                })
+            ),
+            "{read:?}"
+        );
     }
 }
 
@@ -192,9 +246,15 @@ fn verifying_key_round_trip_and_truncation() {
     let mut bytes = Vec::new();
     params.vk.write(&mut bytes).unwrap();
     assert_eq!(bytes.len(), params.vk.encoded_len());
-    assert_eq!(VerifyingKey::<cuzk_groth16::Bls12>::read(&bytes[..]).unwrap(), params.vk);
+    assert_eq!(
+        VerifyingKey::<cuzk_groth16::Bls12>::read(&bytes[..]).unwrap(),
+        params.vk
+    );
     for cut in [0, 95, 96, 300, bytes.len() - 4, bytes.len() - 1] {
-        assert!(matches!(VerifyingKey::<cuzk_groth16::Bls12>::read(&bytes[..cut]), Err(Groth16Error::Truncated { .. })));
+        assert!(matches!(
+            VerifyingKey::<cuzk_groth16::Bls12>::read(&bytes[..cut]),
+            Err(Groth16Error::Truncated { .. })
+        ));
     }
 }
 
@@ -202,17 +262,39 @@ fn verifying_key_round_trip_and_truncation() {
 fn wrong_number_of_public_inputs_is_an_error() {
     let (params, _) = fixture();
     let pvk = prepare_verifying_key(&params.vk);
-    let proof = Proof::new(G1Affine::generator(), cuzk_field::G2Affine::generator(), G1Affine::generator());
+    let proof = Proof::new(
+        G1Affine::generator(),
+        cuzk_field::G2Affine::generator(),
+        G1Affine::generator(),
+    );
     let err = verify_proof(&pvk, &proof, &inputs(2)).unwrap_err();
-    assert!(matches!(err, Groth16Error::WrongInputCount { expected: 3, got: 2 }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            Groth16Error::WrongInputCount {
+                expected: 3,
+                got: 2
+            }
+        ),
+        "{err:?}"
+    );
     assert!(!verify_proof(&pvk, &proof, &inputs(3)).unwrap());
 }
 
 #[test]
 fn proof_bytes_of_the_wrong_length_are_an_error() {
-    assert!(matches!(Proof::<cuzk_groth16::Bls12>::from_bytes(&[0u8; 191]), Err(Groth16Error::LengthMismatch { .. })));
-    assert!(matches!(Proof::<cuzk_groth16::Bls12>::read(&[0u8; 100][..]), Err(Groth16Error::Truncated { .. })));
-    assert!(matches!(Proof::<cuzk_groth16::Bls12>::read_many(&[0u8; 385], 2), Err(Groth16Error::LengthMismatch { .. })));
+    assert!(matches!(
+        Proof::<cuzk_groth16::Bls12>::from_bytes(&[0u8; 191]),
+        Err(Groth16Error::LengthMismatch { .. })
+    ));
+    assert!(matches!(
+        Proof::<cuzk_groth16::Bls12>::read(&[0u8; 100][..]),
+        Err(Groth16Error::Truncated { .. })
+    ));
+    assert!(matches!(
+        Proof::<cuzk_groth16::Bls12>::read_many(&[0u8; 385], 2),
+        Err(Groth16Error::LengthMismatch { .. })
+    ));
 }
 
 // Valid proofs with flipped bytes are checked in the `cuzk` crate, which can prove. Here:

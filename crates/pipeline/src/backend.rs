@@ -27,16 +27,26 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     ) -> Result<(), PipelineError>;
 
     /// `Σ scalars[i]·bases[i]` in G1.
-    fn msm_g1(&self, bases: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective, PipelineError>;
+    fn msm_g1(&self, bases: &[G1Affine], scalars: &[Scalar])
+        -> Result<G1Projective, PipelineError>;
 
     /// `Σ scalars[i]·bases[i]` in G2.
-    fn msm_g2(&self, bases: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective, PipelineError>;
+    fn msm_g2(&self, bases: &[G2Affine], scalars: &[Scalar])
+        -> Result<G2Projective, PipelineError>;
 
     /// `Σ bases[i]` over the given indices, in G1.
-    fn batch_add_g1(&self, bases: &[G1Affine], indices: &[u32]) -> Result<G1Projective, PipelineError>;
+    fn batch_add_g1(
+        &self,
+        bases: &[G1Affine],
+        indices: &[u32],
+    ) -> Result<G1Projective, PipelineError>;
 
     /// `Σ bases[i]` over the given indices, in G2.
-    fn batch_add_g2(&self, bases: &[G2Affine], indices: &[u32]) -> Result<G2Projective, PipelineError>;
+    fn batch_add_g2(
+        &self,
+        bases: &[G2Affine],
+        indices: &[u32],
+    ) -> Result<G2Projective, PipelineError>;
 }
 
 /// The CPU backend: cuzk-ntt's parallel NTT and cuzk-msm's fast MSM, on rayon's pool.
@@ -57,30 +67,65 @@ impl Backend for CpuBackend {
     ) -> Result<(), PipelineError> {
         // Evaluations → coefficients (left in bit-reversed order), then → evaluations on the coset
         // (natural order): no explicit permutation pass is needed between the two transforms.
-        cuzk_ntt::cpu::inverse_many(&mut [&mut *a, &mut *b, &mut *c], domain, Order::Natural, Order::BitReversed)?;
-        cuzk_ntt::cpu::coset_forward_many(&mut [&mut *a, &mut *b, &mut *c], domain, Order::BitReversed, Order::Natural)?;
+        cuzk_ntt::cpu::inverse_many(
+            &mut [&mut *a, &mut *b, &mut *c],
+            domain,
+            Order::Natural,
+            Order::BitReversed,
+        )?;
+        cuzk_ntt::cpu::coset_forward_many(
+            &mut [&mut *a, &mut *b, &mut *c],
+            domain,
+            Order::BitReversed,
+            Order::Natural,
+        )?;
         let z_inv = domain.z_on_coset_inv();
         use rayon::prelude::*;
-        a.par_iter_mut().zip(b.par_iter()).zip(c.par_iter()).for_each(|((a, b), c)| {
-            *a = (*a * b - c) * z_inv;
-        });
+        a.par_iter_mut()
+            .zip(b.par_iter())
+            .zip(c.par_iter())
+            .for_each(|((a, b), c)| {
+                *a = (*a * b - c) * z_inv;
+            });
         cuzk_ntt::cpu::coset_inverse(a, domain, Order::Natural, Order::Natural)?;
         Ok(())
     }
 
-    fn msm_g1(&self, bases: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective, PipelineError> {
+    fn msm_g1(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Scalar],
+    ) -> Result<G1Projective, PipelineError> {
         Ok(cuzk_msm::fast::msm::<G1>(bases, scalars)?)
     }
 
-    fn msm_g2(&self, bases: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective, PipelineError> {
+    fn msm_g2(
+        &self,
+        bases: &[G2Affine],
+        scalars: &[Scalar],
+    ) -> Result<G2Projective, PipelineError> {
         Ok(cuzk_msm::fast::msm::<G2>(bases, scalars)?)
     }
 
-    fn batch_add_g1(&self, bases: &[G1Affine], indices: &[u32]) -> Result<G1Projective, PipelineError> {
-        Ok(cuzk_msm::batch_add::<G1>(bases, Selection::Indices(indices))?)
+    fn batch_add_g1(
+        &self,
+        bases: &[G1Affine],
+        indices: &[u32],
+    ) -> Result<G1Projective, PipelineError> {
+        Ok(cuzk_msm::batch_add::<G1>(
+            bases,
+            Selection::Indices(indices),
+        )?)
     }
 
-    fn batch_add_g2(&self, bases: &[G2Affine], indices: &[u32]) -> Result<G2Projective, PipelineError> {
-        Ok(cuzk_msm::batch_add::<G2>(bases, Selection::Indices(indices))?)
+    fn batch_add_g2(
+        &self,
+        bases: &[G2Affine],
+        indices: &[u32],
+    ) -> Result<G2Projective, PipelineError> {
+        Ok(cuzk_msm::batch_add::<G2>(
+            bases,
+            Selection::Indices(indices),
+        )?)
     }
 }

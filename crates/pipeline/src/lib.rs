@@ -41,7 +41,11 @@ pub enum PipelineError {
     Msm(#[from] cuzk_msm::MsmError),
     /// The batch's vectors of assignments, r and s differ in length.
     #[error("batch of {assignments} assignments with {rs} values of r and {ss} of s")]
-    BatchShape { assignments: usize, rs: usize, ss: usize },
+    BatchShape {
+        assignments: usize,
+        rs: usize,
+        ss: usize,
+    },
 }
 
 /// So that code written for bellperson (`create_proof(...)?` in a function returning

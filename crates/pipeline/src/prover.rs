@@ -22,7 +22,9 @@ pub struct ProverConfig {
 
 impl Default for ProverConfig {
     fn default() -> Self {
-        Self { check_satisfied: true }
+        Self {
+            check_satisfied: true,
+        }
     }
 }
 
@@ -73,10 +75,16 @@ fn run_stage<T>(
 }
 
 /// Checks that `assignment` fits `params` (every count the prover relies on).
-fn validate(params: &Parameters, a: &ProvingAssignment, domain: &Domain) -> Result<(), Groth16Error> {
+fn validate(
+    params: &Parameters,
+    a: &ProvingAssignment,
+    domain: &Domain,
+) -> Result<(), Groth16Error> {
     a.check_shape()?;
     let mismatch = |what: &str, expected: usize, got: usize| {
-        Groth16Error::ParameterMismatch(format!("{what}: the parameters have {expected}, the circuit needs {got}"))
+        Groth16Error::ParameterMismatch(format!(
+            "{what}: the parameters have {expected}, the circuit needs {got}"
+        ))
     };
     if a.input.len() != params.vk.ic.len() {
         return Err(Groth16Error::WrongInputCount {
@@ -85,10 +93,18 @@ fn validate(params: &Parameters, a: &ProvingAssignment, domain: &Domain) -> Resu
         });
     }
     if params.h.len() != domain.n() - 1 {
-        return Err(mismatch("h points (domain size − 1)", params.h.len(), domain.n() - 1));
+        return Err(mismatch(
+            "h points (domain size − 1)",
+            params.h.len(),
+            domain.n() - 1,
+        ));
     }
     if params.l.len() != a.aux.len() {
-        return Err(mismatch("l points (private variables)", params.l.len(), a.aux.len()));
+        return Err(mismatch(
+            "l points (private variables)",
+            params.l.len(),
+            a.aux.len(),
+        ));
     }
     let a_len = a.input.len() + a.a_aux_density.count_ones();
     if params.a.len() != a_len {
@@ -144,12 +160,18 @@ impl<B: Backend> Prover<B> {
             device
         )
         .entered();
-        let mut t = PartitionTiming { partition, ..Default::default() };
+        let mut t = PartitionTiming {
+            partition,
+            ..Default::default()
+        };
         let mut asg = assignment;
 
         let domain = run_stage(Stage::Validate, ctx, device, &mut t, || {
-            let domain = Domain::for_size(asg.num_constraints())
-                .map_err(|_| Groth16Error::DomainTooLarge { log_n: asg.num_constraints().next_power_of_two().trailing_zeros() })?;
+            let domain = Domain::for_size(asg.num_constraints()).map_err(|_| {
+                Groth16Error::DomainTooLarge {
+                    log_n: asg.num_constraints().next_power_of_two().trailing_zeros(),
+                }
+            })?;
             validate(params, &asg, &domain)?;
             if self.config.check_satisfied {
                 asg.check_satisfied()?;
@@ -160,19 +182,36 @@ impl<B: Backend> Prover<B> {
         let splits = run_stage(Stage::SplitVectors, ctx, device, &mut t, || {
             let (input, aux) = (&asg.input, &asg.aux);
             let (l, (a, b)) = rayon::join(
-                || split_query(&[Segment { values: aux, density: None }]),
+                || {
+                    split_query(&[Segment {
+                        values: aux,
+                        density: None,
+                    }])
+                },
                 || {
                     rayon::join(
                         || {
                             split_query(&[
-                                Segment { values: input, density: None },
-                                Segment { values: aux, density: Some(&asg.a_aux_density) },
+                                Segment {
+                                    values: input,
+                                    density: None,
+                                },
+                                Segment {
+                                    values: aux,
+                                    density: Some(&asg.a_aux_density),
+                                },
                             ])
                         },
                         || {
                             split_query(&[
-                                Segment { values: input, density: Some(&asg.b_input_density) },
-                                Segment { values: aux, density: Some(&asg.b_aux_density) },
+                                Segment {
+                                    values: input,
+                                    density: Some(&asg.b_input_density),
+                                },
+                                Segment {
+                                    values: aux,
+                                    density: Some(&asg.b_aux_density),
+                                },
                             ])
                         },
                     )
@@ -181,14 +220,15 @@ impl<B: Backend> Prover<B> {
             Ok(Splits { l, a, b })
         })?;
 
-        let (l_bases, a_bases, b1_bases, b2_bases) = run_stage(Stage::PrepMsm, ctx, device, &mut t, || {
-            Ok((
-                gather(&params.l, &splits.l.other_bases),
-                gather(&params.a, &splits.a.other_bases),
-                gather(&params.b_g1, &splits.b.other_bases),
-                gather(&params.b_g2, &splits.b.other_bases),
-            ))
-        })?;
+        let (l_bases, a_bases, b1_bases, b2_bases) =
+            run_stage(Stage::PrepMsm, ctx, device, &mut t, || {
+                Ok((
+                    gather(&params.l, &splits.l.other_bases),
+                    gather(&params.a, &splits.a.other_bases),
+                    gather(&params.b_g1, &splits.b.other_bases),
+                    gather(&params.b_g2, &splits.b.other_bases),
+                ))
+            })?;
 
         let h = run_stage(Stage::NttH, ctx, device, &mut t, || {
             let n = domain.n();
@@ -203,29 +243,44 @@ impl<B: Backend> Prover<B> {
             Ok(a)
         })?;
 
-        let h_sum = run_stage(Stage::MsmH, ctx, device, &mut t, || self.backend.msm_g1(&params.h, &h))?;
+        let h_sum = run_stage(Stage::MsmH, ctx, device, &mut t, || {
+            self.backend.msm_g1(&params.h, &h)
+        })?;
         drop(h);
 
-        let (l_ones, a_ones, b1_ones, b2_ones) = run_stage(Stage::BatchAdd, ctx, device, &mut t, || {
-            Ok((
-                self.backend.batch_add_g1(&params.l, &splits.l.ones)?,
-                self.backend.batch_add_g1(&params.a, &splits.a.ones)?,
-                self.backend.batch_add_g1(&params.b_g1, &splits.b.ones)?,
-                self.backend.batch_add_g2(&params.b_g2, &splits.b.ones)?,
-            ))
-        })?;
+        let (l_ones, a_ones, b1_ones, b2_ones) =
+            run_stage(Stage::BatchAdd, ctx, device, &mut t, || {
+                Ok((
+                    self.backend.batch_add_g1(&params.l, &splits.l.ones)?,
+                    self.backend.batch_add_g1(&params.a, &splits.a.ones)?,
+                    self.backend.batch_add_g1(&params.b_g1, &splits.b.ones)?,
+                    self.backend.batch_add_g2(&params.b_g2, &splits.b.ones)?,
+                ))
+            })?;
 
-        let (l_sum, a_sum, b1_sum, b2_sum) = run_stage(Stage::TailMsm, ctx, device, &mut t, || {
-            Ok((
-                l_ones + self.backend.msm_g1(&l_bases, &splits.l.other_scalars)?,
-                a_ones + self.backend.msm_g1(&a_bases, &splits.a.other_scalars)?,
-                b1_ones + self.backend.msm_g1(&b1_bases, &splits.b.other_scalars)?,
-                b2_ones + self.backend.msm_g2(&b2_bases, &splits.b.other_scalars)?,
-            ))
-        })?;
+        let (l_sum, a_sum, b1_sum, b2_sum) =
+            run_stage(Stage::TailMsm, ctx, device, &mut t, || {
+                Ok((
+                    l_ones + self.backend.msm_g1(&l_bases, &splits.l.other_scalars)?,
+                    a_ones + self.backend.msm_g1(&a_bases, &splits.a.other_scalars)?,
+                    b1_ones + self.backend.msm_g1(&b1_bases, &splits.b.other_scalars)?,
+                    b2_ones + self.backend.msm_g2(&b2_bases, &splits.b.other_scalars)?,
+                ))
+            })?;
 
         let proof = run_stage(Stage::Epilogue, ctx, device, &mut t, || {
-            Ok(epilogue(params, EpilogueSums { h: h_sum, l: l_sum, a: a_sum, b1: b1_sum, b2: b2_sum }, r, s))
+            Ok(epilogue(
+                params,
+                EpilogueSums {
+                    h: h_sum,
+                    l: l_sum,
+                    a: a_sum,
+                    b1: b1_sum,
+                    b2: b2_sum,
+                },
+                r,
+                s,
+            ))
         })?;
         tracing::debug!(summary = %t, "partition proved");
         Ok((proof, t))
@@ -241,7 +296,11 @@ impl<B: Backend> Prover<B> {
         job: u64,
     ) -> Result<Vec<(Proof, PartitionTiming)>, PipelineError> {
         if assignments.len() != r.len() || assignments.len() != s.len() {
-            return Err(PipelineError::BatchShape { assignments: assignments.len(), rs: r.len(), ss: s.len() });
+            return Err(PipelineError::BatchShape {
+                assignments: assignments.len(),
+                rs: r.len(),
+                ss: s.len(),
+            });
         }
         let ctx = JobContext { job, worker: 0 };
         assignments

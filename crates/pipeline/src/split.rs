@@ -111,8 +111,14 @@ mod tests {
         let aux = [v(0), v(1), v(7), v(1), v(0)];
         let density = Bitmap::from_bools([true, false, true, true, true]);
         let split = split_query(&[
-            Segment { values: &inputs, density: None },
-            Segment { values: &aux, density: Some(&density) },
+            Segment {
+                values: &inputs,
+                density: None,
+            },
+            Segment {
+                values: &aux,
+                density: Some(&density),
+            },
         ]);
         // Bases: input0 (1), input1 (5), aux0 (0), aux2 (7), aux3 (1), aux4 (0).
         assert_eq!(split.ones, vec![0, 4]);
@@ -124,9 +130,14 @@ mod tests {
 
     #[test]
     fn parallel_blocks_keep_order() {
-        let values: Vec<Scalar> = (0..(3 * BLOCK + 17) as u64).map(|i| Scalar::from(i % 3)).collect();
+        let values: Vec<Scalar> = (0..(3 * BLOCK + 17) as u64)
+            .map(|i| Scalar::from(i % 3))
+            .collect();
         let density = Bitmap::from_bools((0..values.len()).map(|i| i % 5 != 0));
-        let split = split_query(&[Segment { values: &values, density: Some(&density) }]);
+        let split = split_query(&[Segment {
+            values: &values,
+            density: Some(&density),
+        }]);
         let mut expected = SplitQuery::default();
         let mut b = 0u32;
         for (i, v) in values.iter().enumerate() {

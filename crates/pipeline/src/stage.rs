@@ -88,7 +88,12 @@ impl fmt::Display for PartitionTiming {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "partition={}", self.partition)?;
         for stage in Stage::ALL {
-            write!(f, " {}_ms={:.3}", stage.name(), self.get(stage).as_secs_f64() * 1e3)?;
+            write!(
+                f,
+                " {}_ms={:.3}",
+                stage.name(),
+                self.get(stage).as_secs_f64() * 1e3
+            )?;
         }
         write!(f, " total_ms={:.3}", self.total().as_secs_f64() * 1e3)
     }

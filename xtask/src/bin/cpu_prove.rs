@@ -38,12 +38,19 @@ fn peak_rss_kib() -> u64 {
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let arg = |i: usize| args.get(i).map(String::as_str).context("usage: cpu-prove setup LOG FILE | prove PROVER LOG FILE RUNS");
+    let arg = |i: usize| {
+        args.get(i)
+            .map(String::as_str)
+            .context("usage: cpu-prove setup LOG FILE | prove PROVER LOG FILE RUNS")
+    };
     match arg(0)? {
         "setup" => {
             let log: u32 = arg(1)?.parse()?;
             let circuit = PorepShaped::new(log, 0);
-            let params = cuzk::groth16::generate_random_parameters(circuit, &mut ChaCha20Rng::seed_from_u64(u64::from(log)))?;
+            let params = cuzk::groth16::generate_random_parameters(
+                circuit,
+                &mut ChaCha20Rng::seed_from_u64(u64::from(log)),
+            )?;
             let file = std::io::BufWriter::new(std::fs::File::create(arg(2)?)?);
             params.write(file)?;
         }
@@ -75,7 +82,12 @@ fn main() -> anyhow::Result<()> {
                     let params = bellperson::groth16::Parameters::<Bls12>::read(file, false)?;
                     for _ in 0..runs {
                         let start = Instant::now();
-                        let p = bellperson::groth16::create_proof::<Bls12, _, _>(circuit.clone(), &params, r, s)?;
+                        let p = bellperson::groth16::create_proof::<Bls12, _, _>(
+                            circuit.clone(),
+                            &params,
+                            r,
+                            s,
+                        )?;
                         times_s.push(start.elapsed().as_secs_f64());
                         proof.clear();
                         p.write(&mut proof)?;
@@ -83,7 +95,14 @@ fn main() -> anyhow::Result<()> {
                 }
                 other => bail!("unknown prover {other:?}: cuzk or bellperson"),
             }
-            let run = Run { prover, log_size: log, constraints, times_s, proof: hex::encode(proof), peak_rss_kib: peak_rss_kib() };
+            let run = Run {
+                prover,
+                log_size: log,
+                constraints,
+                times_s,
+                proof: hex::encode(proof),
+                peak_rss_kib: peak_rss_kib(),
+            };
             println!("{}", serde_json::to_string(&run)?);
         }
         other => bail!("unknown command {other:?}"),
