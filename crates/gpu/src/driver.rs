@@ -406,6 +406,104 @@ impl Event {
     pub fn synchronize(&self) -> Result<(), GpuError> {
         driver("cuEventSynchronize", self.inner.synchronize())
     }
+
+    /// Whether the work before the event has finished. Never blocks and never synchronises the
+    /// device (`cuEventQuery`): this is how the VRAM arena learns a buffer may be reused.
+    pub fn is_complete(&self) -> Result<bool, GpuError> {
+        driver("cuEventQuery", self.inner.try_is_complete())
+    }
+}
+
+/// One device allocation whose disjoint byte ranges are used by different owners at once: the
+/// region a VRAM arena sub-allocates.
+///
+/// Ownership of the ranges is the arena's business, not the driver's, so the copies into and
+/// out of a range are `unsafe`: the caller promises the range is its own.
+#[derive(Debug)]
+pub struct SharedRegion {
+    buf: DeviceBuffer<u8>,
+}
+
+impl SharedRegion {
+    /// Allocates `bytes` bytes of device memory on `stream`'s device.
+    pub fn new(stream: &Stream, bytes: usize) -> Result<Self, GpuError> {
+        Ok(Self {
+            buf: stream.alloc(bytes)?,
+        })
+    }
+
+    /// The size in bytes.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Whether the region is empty.
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// The device address of byte `offset`, for kernel arguments.
+    pub fn address_at(&self, offset: usize) -> Result<u64, GpuError> {
+        check_range(self.buf.len(), offset, 0)?;
+        Ok(self.buf.address() + offset as u64)
+    }
+
+    /// Copies `host` to `offset..offset + host.len()`, ordered on `stream`. With pageable host
+    /// memory (a `Vec`) the driver has staged the bytes when this returns.
+    ///
+    /// # Safety
+    /// No other operation may access that range until this copy has completed on `stream`
+    /// (the caller owns the range, e.g. as a live arena buffer).
+    pub unsafe fn upload_at(
+        &self,
+        stream: &Stream,
+        offset: usize,
+        host: &[u8],
+    ) -> Result<(), GpuError> {
+        check_range(self.buf.len(), offset, host.len())?;
+        if host.is_empty() {
+            return Ok(());
+        }
+        stream.bind()?;
+        // SAFETY: the range is inside the allocation (checked above) and, by the caller's
+        // contract, used by nothing else; the source is a live host slice of that length.
+        driver("cuMemcpyHtoDAsync", unsafe {
+            result::memcpy_htod_async(
+                self.buf.address() + offset as u64,
+                host,
+                stream.inner.cu_stream(),
+            )
+        })
+    }
+
+    /// Copies `offset..offset + host.len()` to `host` after the work already on `stream`, and
+    /// waits for it.
+    ///
+    /// # Safety
+    /// No other stream may write that range until this copy has completed.
+    pub unsafe fn download_at(
+        &self,
+        stream: &Stream,
+        offset: usize,
+        host: &mut [u8],
+    ) -> Result<(), GpuError> {
+        check_range(self.buf.len(), offset, host.len())?;
+        if host.is_empty() {
+            return Ok(());
+        }
+        stream.bind()?;
+        // SAFETY: the range is inside the allocation (checked above) and not written by anyone
+        // else meanwhile (the caller's contract); the destination is a live mutable host slice
+        // of that length, and the stream is synchronised before it is handed back.
+        driver("cuMemcpyDtoHAsync", unsafe {
+            result::memcpy_dtoh_async(
+                host,
+                self.buf.address() + offset as u64,
+                stream.inner.cu_stream(),
+            )
+        })?;
+        stream.synchronize()
+    }
 }
 
 /// `len` elements of `T` in device memory.

@@ -31,7 +31,7 @@ mod stub;
 pub use driver::Device;
 #[cfg(feature = "cuda")]
 pub use driver::{
-    DeviceBuffer, DeviceCopy, Event, Kernel, KernelArgs, LaunchConfig, Module, Stream,
+    DeviceBuffer, DeviceCopy, Event, Kernel, KernelArgs, LaunchConfig, Module, SharedRegion, Stream,
 };
 #[cfg(not(feature = "cuda"))]
 pub use stub::Device;

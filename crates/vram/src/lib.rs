@@ -48,17 +48,21 @@
 //! holds another (reserve a partition's whole footprint in one call). The proptest state machine
 //! in `tests/` checks this, along with no overlap, the budget, and every byte coming back.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)] // Only the `cuda` device backing (`device.rs`) copies into the shared region.
 #![warn(missing_docs)]
 
 mod arena;
 mod backing;
+#[cfg(feature = "cuda")]
+mod device;
 mod free_list;
 
 pub use arena::{
     Arena, ArenaConfig, ArenaSize, Buffer, Reservation, ResidentInfo, Snapshot, Stats,
 };
 pub use backing::{Backing, Fence, HostBacking, HostRegion, SimFence};
+#[cfg(feature = "cuda")]
+pub use device::{DeviceBacking, DeviceFence};
 
 /// Everything the arena can refuse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
