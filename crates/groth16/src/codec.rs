@@ -12,8 +12,13 @@ use crate::error::{Groth16Error, Section};
 pub(crate) const G1_UNCOMPRESSED: usize = 96;
 pub(crate) const G2_UNCOMPRESSED: usize = 192;
 
-/// Points decoded per parallel batch when reading a long vector from a stream.
+/// Points encoded per parallel batch when writing a long vector.
 const BATCH_POINTS: usize = 1 << 16;
+
+/// Bytes of encoded points read and decoded per parallel batch when reading from a stream: big
+/// enough to keep every thread busy, small enough that the transient buffers stay far below the
+/// parameters themselves.
+const READ_BATCH_BYTES: usize = 1 << 20;
 
 /// A point type with a fixed-size uncompressed encoding.
 pub(crate) trait Uncompressed: Sized + Send + Copy + PrimeCurveAffine {
@@ -144,19 +149,21 @@ impl<R: Read> CountingReader<R> {
         checked: bool,
         allow_identity: bool,
     ) -> Result<Vec<P>, Groth16Error> {
-        let mut out = Vec::with_capacity(count.min(BATCH_POINTS));
+        // Reserve the whole vector up front so it is never copied while growing. The reservation
+        // is only address space until points arrive, so a corrupted count costs nothing: the
+        // read fails as truncated first. Where even the address space is refused, grow instead.
+        let mut out = Vec::new();
+        if out.try_reserve_exact(count).is_err() {
+            out.reserve(count.min(READ_BATCH_BYTES / P::SIZE));
+        }
+        let batch_points = READ_BATCH_BYTES / P::SIZE;
         let mut buf = Vec::new();
         while out.len() < count {
-            let batch = (count - out.len()).min(BATCH_POINTS);
+            let batch = (count - out.len()).min(batch_points);
             buf.resize(batch * P::SIZE, 0);
             self.read_exact(&mut buf, section)?;
-            out.extend(decode_points::<P>(
-                &buf,
-                section,
-                out.len(),
-                checked,
-                allow_identity,
-            )?);
+            let decoded = decode_points::<P>(&buf, section, out.len(), checked, allow_identity)?;
+            out.extend_from_slice(&decoded);
         }
         Ok(out)
     }
