@@ -78,6 +78,11 @@ pub struct G2AffineLimbs {
 
 const _: () = {
     use std::mem::{align_of, size_of};
+    // The limb views read blst's u64 limbs as u32 limbs and bytes in little-endian order.
+    assert!(
+        cfg!(target_endian = "little"),
+        "cuzk's device layouts assume a little-endian host"
+    );
     assert!(size_of::<FrLimbs>() == 32 && size_of::<Scalar>() == 32);
     assert!(size_of::<FpLimbs>() == 48 && size_of::<Fp>() == 48);
     assert!(size_of::<Fp2Limbs>() == 96 && size_of::<Fp2>() == 96);
@@ -228,6 +233,57 @@ pub fn scalars_as_limbs(scalars: &[Scalar]) -> &[FrLimbs] {
     unsafe { std::slice::from_raw_parts(scalars.as_ptr().cast::<FrLimbs>(), scalars.len()) }
 }
 
+/// Scalars converted in place to canonical little-endian integers: the storage of a
+/// `Vec<Scalar>` reused for the 32-byte encodings blst's multi-scalar multiplication reads, so a
+/// vector of 2^27 scalars (4 GiB) is not copied to be converted.
+///
+/// The values inside are no longer Montgomery-form field elements, so the vector is never handed
+/// back as `Scalar`s; it is only read through [`CanonicalScalars::as_bytes`].
+#[derive(Debug, Default)]
+pub struct CanonicalScalars {
+    storage: Vec<Scalar>,
+}
+
+impl CanonicalScalars {
+    /// Converts `scalars` in place, in parallel.
+    pub fn from_montgomery(mut scalars: Vec<Scalar>) -> Self {
+        use rayon::prelude::*;
+        scalars.par_chunks_mut(1 << 12).for_each(|chunk| {
+            for s in chunk {
+                let bytes = s.to_bytes_le();
+                let mut l = [0u64; 4];
+                for (limb, word) in l.iter_mut().zip(bytes.chunks_exact(8)) {
+                    *limb = u64::from_le_bytes(word.try_into().expect("8-byte chunk"));
+                }
+                // The same bytes as `to_bytes_le`, stored where the Montgomery limbs were.
+                *s = Scalar::from(blst::blst_fr { l });
+            }
+        });
+        Self { storage: scalars }
+    }
+
+    /// Number of scalars.
+    pub fn len(&self) -> usize {
+        self.storage.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.storage.is_empty()
+    }
+
+    /// The canonical little-endian encodings.
+    pub fn as_bytes(&self) -> &[[u8; 32]] {
+        // SAFETY: `Scalar` is `repr(transparent)` over `blst_fr` (`[u64; 4]`, 32 bytes, asserted
+        // above); `[u8; 32]` has the same size, alignment 1, and is valid for every bit pattern.
+        // `from_montgomery` stored each canonical integer's little-endian limbs, which on this
+        // little-endian host (asserted above) are exactly its 32 little-endian bytes.
+        unsafe {
+            std::slice::from_raw_parts(self.storage.as_ptr().cast::<[u8; 32]>(), self.storage.len())
+        }
+    }
+}
+
 /// Views a slice of G1 affine points as their limbs, without copying.
 pub fn g1_affines_as_limbs(points: &[G1Affine]) -> &[G1AffineLimbs] {
     // SAFETY: `G1Affine` is `repr(transparent)` over `blst_p1_affine`, `repr(C)` of two `blst_fp`
@@ -330,6 +386,25 @@ mod tests {
 
             let p2 = G2Projective::random(&mut rng).to_affine();
             prop_assert_eq!(G2AffineLimbs::from(p2).to_affine().unwrap(), p2);
+        }
+    }
+
+    #[test]
+    fn canonical_scalars_are_the_little_endian_bytes() {
+        let values: Vec<Scalar> = [
+            Scalar::ZERO,
+            Scalar::ONE,
+            -Scalar::ONE,
+            Scalar::ROOT_OF_UNITY,
+            Scalar::from(1u64 << 40),
+        ]
+        .into_iter()
+        .chain((0..5000u64).map(|i| Scalar::from(i).pow_vartime([i + 3])))
+        .collect();
+        let canonical = CanonicalScalars::from_montgomery(values.clone());
+        assert_eq!(canonical.len(), values.len());
+        for (bytes, s) in canonical.as_bytes().iter().zip(&values) {
+            assert_eq!(*bytes, s.to_bytes_le());
         }
     }
 

@@ -15,10 +15,10 @@ pub(crate) const G2_UNCOMPRESSED: usize = 192;
 /// Points encoded per parallel batch when writing a long vector.
 const BATCH_POINTS: usize = 1 << 16;
 
-/// Bytes of encoded points read and decoded per parallel batch when reading from a stream: big
+/// Bytes of encoded points (256 KiB) read and decoded per parallel batch when reading from a stream: big
 /// enough to keep every thread busy, small enough that the transient buffers stay far below the
 /// parameters themselves.
-const READ_BATCH_BYTES: usize = 1 << 20;
+const READ_BATCH_BYTES: usize = 1 << 18;
 
 /// A point type with a fixed-size uncompressed encoding.
 pub(crate) trait Uncompressed: Sized + Send + Copy + PrimeCurveAffine {

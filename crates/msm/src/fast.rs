@@ -51,6 +51,23 @@ pub fn msm<C: MsmCurve>(
     C::blst_msm(bases, &bytes)
 }
 
+/// [`msm`] taking the scalars by value: they are converted to canonical form in place
+/// ([`cuzk_field::layout::CanonicalScalars`]), so no second vector of the same size is made. For
+/// the large dense MSMs of a proof (`h`), whose scalars are not needed afterwards.
+pub fn msm_owned<C: MsmCurve>(
+    bases: &[C::Affine],
+    scalars: Vec<Scalar>,
+) -> Result<C::Projective, MsmError> {
+    if bases.len() != scalars.len() {
+        return Err(MsmError::LengthMismatch {
+            bases: bases.len(),
+            scalars: scalars.len(),
+        });
+    }
+    let canonical = cuzk_field::layout::CanonicalScalars::from_montgomery(scalars);
+    C::blst_msm(bases, canonical.as_bytes())
+}
+
 /// [`msm`] with canonical little-endian scalars, passed to blst without copying; fails when one
 /// is not below `r`.
 pub fn msm_canonical<C: MsmCurve>(

@@ -30,6 +30,15 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     fn msm_g1(&self, bases: &[G1Affine], scalars: &[Scalar])
         -> Result<G1Projective, PipelineError>;
 
+    /// [`Backend::msm_g1`] consuming the scalars, so a backend may reuse their memory.
+    fn msm_g1_owned(
+        &self,
+        bases: &[G1Affine],
+        scalars: Vec<Scalar>,
+    ) -> Result<G1Projective, PipelineError> {
+        self.msm_g1(bases, &scalars)
+    }
+
     /// `Σ scalars[i]·bases[i]` in G2.
     fn msm_g2(&self, bases: &[G2Affine], scalars: &[Scalar])
         -> Result<G2Projective, PipelineError>;
@@ -97,6 +106,14 @@ impl Backend for CpuBackend {
         scalars: &[Scalar],
     ) -> Result<G1Projective, PipelineError> {
         Ok(cuzk_msm::fast::msm::<G1>(bases, scalars)?)
+    }
+
+    fn msm_g1_owned(
+        &self,
+        bases: &[G1Affine],
+        scalars: Vec<Scalar>,
+    ) -> Result<G1Projective, PipelineError> {
+        Ok(cuzk_msm::fast::msm_owned::<G1>(bases, scalars)?)
     }
 
     fn msm_g2(

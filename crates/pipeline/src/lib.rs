@@ -3,18 +3,20 @@
 //! One Groth16 proof ("partition") is computed as the stages of the design, each inside a
 //! `tracing` span named after it with fields `job`, `partition`, `worker` and `device`:
 //!
-//! | stage | what it does |
+//! | stage (in execution order) | what it does |
 //! |---|---|
 //! | `validate` | the assignment's shape against the parameters; every constraint holds |
 //! | `split_vectors` | sort each query's scalars into zero / one / other |
 //! | `prep_msm` | gather the bases of the "other" scalars for the tail MSMs |
-//! | `ntt_h` | H = (a·b − c)/Z: iNTT, coset NTT, pointwise, coset iNTT |
-//! | `msm_h` | Σ hᵢ·Hᵢ |
 //! | `batch_add` | sums of the bases whose scalar is one (A, B₁, B₂, L) |
 //! | `tail_msm` | MSMs of L, A, B₁ (G1) and B₂ (G2) over the other scalars |
+//! | `ntt_h` | H = (a·b − c)/Z: iNTT, coset NTT, pointwise, coset iNTT |
+//! | `msm_h` | Σ hᵢ·Hᵢ |
 //! | `epilogue` | A = α + ΣA + rδ; B = β + ΣB + sδ; C = H + L + s·A + r·B₁ − rs·δ |
 //!
-//! The heavy stages go through a [`Backend`]; [`CpuBackend`] runs them on the host. Every
+//! The queries over the assignment's values run before the NTTs so that those values are freed
+//! first: the NTT scratch then reuses their memory and the prover's peak stays at what synthesis
+//! left. The heavy stages go through a [`Backend`]; [`CpuBackend`] runs them on the host. Every
 //! [`Prover::prove`] returns the proof and a [`PartitionTiming`]. Configuration is a value
 //! ([`ProverConfig`]); this crate reads no environment variables or files.
 

@@ -230,24 +230,6 @@ impl<B: Backend> Prover<B> {
                 ))
             })?;
 
-        let h = run_stage(Stage::NttH, ctx, device, &mut t, || {
-            let n = domain.n();
-            let mut a = std::mem::take(&mut asg.a);
-            let mut b = std::mem::take(&mut asg.b);
-            let mut c = std::mem::take(&mut asg.c);
-            for v in [&mut a, &mut b, &mut c] {
-                v.resize(n, Scalar::from(0u64));
-            }
-            self.backend.ntt_h(&domain, &mut a, &mut b, &mut c)?;
-            a.truncate(n - 1);
-            Ok(a)
-        })?;
-
-        let h_sum = run_stage(Stage::MsmH, ctx, device, &mut t, || {
-            self.backend.msm_g1(&params.h, &h)
-        })?;
-        drop(h);
-
         let (l_ones, a_ones, b1_ones, b2_ones) =
             run_stage(Stage::BatchAdd, ctx, device, &mut t, || {
                 Ok((
@@ -267,6 +249,31 @@ impl<B: Backend> Prover<B> {
                     b2_ones + self.backend.msm_g2(&b2_bases, &splits.b.other_scalars)?,
                 ))
             })?;
+
+        // The private and public values, the splits and the gathered bases are not needed any
+        // more: free them before the NTTs, whose scratch then reuses their memory, so the peak
+        // is no higher than synthesis left it.
+        let abc = (
+            std::mem::take(&mut asg.a),
+            std::mem::take(&mut asg.b),
+            std::mem::take(&mut asg.c),
+        );
+        drop((asg, splits, l_bases, a_bases, b1_bases, b2_bases));
+
+        let h = run_stage(Stage::NttH, ctx, device, &mut t, || {
+            let n = domain.n();
+            let (mut a, mut b, mut c) = (abc.0, abc.1, abc.2);
+            for v in [&mut a, &mut b, &mut c] {
+                v.resize(n, Scalar::from(0u64));
+            }
+            self.backend.ntt_h(&domain, &mut a, &mut b, &mut c)?;
+            a.truncate(n - 1);
+            Ok(a)
+        })?;
+
+        let h_sum = run_stage(Stage::MsmH, ctx, device, &mut t, || {
+            self.backend.msm_g1_owned(&params.h, h)
+        })?;
 
         let proof = run_stage(Stage::Epilogue, ctx, device, &mut t, || {
             Ok(epilogue(

@@ -12,28 +12,29 @@ pub enum Stage {
     SplitVectors,
     /// Gather bases and scalars for the tail MSMs.
     PrepMsm,
-    /// H = (a·b − c)/Z through inverse, coset and coset-inverse NTTs.
-    NttH,
-    /// Σ hᵢ·Hᵢ over the `h` query.
-    MsmH,
     /// Sums of the points whose scalar is one.
     BatchAdd,
     /// MSMs of L, A, B₁ (G1) and B₂ (G2) over the other scalars.
     TailMsm,
+    /// H = (a·b − c)/Z through inverse, coset and coset-inverse NTTs.
+    NttH,
+    /// Σ hᵢ·Hᵢ over the `h` query.
+    MsmH,
     /// Assemble A, B, C.
     Epilogue,
 }
 
 impl Stage {
-    /// Every stage, in execution order.
+    /// Every stage, in the CPU prover's execution order: the queries over the assignment's
+    /// values first, so that those values are freed before the NTTs need their scratch.
     pub const ALL: [Stage; 8] = [
         Stage::Validate,
         Stage::SplitVectors,
         Stage::PrepMsm,
-        Stage::NttH,
-        Stage::MsmH,
         Stage::BatchAdd,
         Stage::TailMsm,
+        Stage::NttH,
+        Stage::MsmH,
         Stage::Epilogue,
     ];
 
