@@ -166,6 +166,9 @@ proptest! {
     }
 }
 
+/// The (coefficient, variable) terms of a linear combination.
+type Terms = Vec<(u64, usize)>;
+
 /// A random satisfiable R1CS instance: random witness, each constraint `(Σ a)·(Σ b) = c` with
 /// random sparse A, B and C forced through a fresh variable holding the product.
 #[derive(Clone, Debug)]
@@ -174,7 +177,7 @@ struct RandomR1cs {
     witness: Vec<Scalar>,
     /// For each constraint, the (coefficient, variable) terms of A and B; variable `i` is
     /// `inputs[i]` for `i < inputs.len()`, else a witness value.
-    terms: Vec<(Vec<(u64, usize)>, Vec<(u64, usize)>)>,
+    terms: Vec<(Terms, Terms)>,
 }
 
 impl Circuit<Scalar> for RandomR1cs {
