@@ -34,7 +34,12 @@ fn build_emulator() {
         Err(e) => fail(&format!("could not run {cxx}: {e}")),
     }
     let _ = std::fs::remove_file(&library);
-    match Command::new("ar").arg("rcs").arg(&library).arg(&object).status() {
+    match Command::new("ar")
+        .arg("rcs")
+        .arg(&library)
+        .arg(&object)
+        .status()
+    {
         Ok(s) if s.success() => {}
         _ => fail("ar failed archiving the emulator"),
     }

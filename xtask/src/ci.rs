@@ -11,8 +11,8 @@ use xshell::{cmd, Shell};
 use crate::{golden, kernels};
 
 /// Packages and features that make up the GPU build.
-pub const CUDA_PACKAGES: [&str; 3] = ["cuzk-gpu", "cuzk-ntt", "cuzk-vram"];
-pub const CUDA_FEATURES: &str = "cuzk-gpu/cuda,cuzk-ntt/cuda,cuzk-vram/cuda";
+pub const CUDA_PACKAGES: [&str; 4] = ["cuzk-gpu", "cuzk-ntt", "cuzk-vram", "cuzk-msm"];
+pub const CUDA_FEATURES: &str = "cuzk-gpu/cuda,cuzk-ntt/cuda,cuzk-vram/cuda,cuzk-msm/cuda";
 
 /// Target folder of builds with the `cuda` feature, so they do not invalidate the default ones.
 pub const CUDA_TARGET_DIR: &str = "target/cuda";

@@ -2,6 +2,7 @@
 //!
 //! - `golden [--bless]`: check (or regenerate with bellperson) the golden proofs in `testdata/golden`;
 //! - `bench cpu [--sizes 12..18] [--runs 3]`: cuzk against bellperson on the CPU, into `docs/benchmarks.md`;
+//! - `bench msm`: the GPU MSM (G1, G2) against its floors, into `docs/benchmarks.md` (GPU);
 //! - `bench interlock`: the interlock simulator's sweep, into `docs/interlock.md` and its plots;
 //! - `bench ntt [--min 20 --max 27 ...]`: the GPU NTT against its memory and integer floors (GPU);
 //! - `kernels [--install-nvcc] [--check]`: compile every CUDA kernel (no GPU needed);
@@ -13,6 +14,7 @@
 
 mod bench_cpu;
 mod bench_interlock;
+mod bench_msm;
 mod bench_ntt;
 mod ci;
 mod device_pack;
@@ -35,13 +37,14 @@ fn main() -> anyhow::Result<()> {
             Some("cpu") => bench_cpu::run(&sh, &rest[1..]),
             Some("ntt") => bench_ntt::run(&sh, &rest[1..]),
             Some("interlock") => bench_interlock::run(),
-            _ => bail!("usage: cargo xtask bench <cpu [--sizes LO..HI] [--runs N] | ntt [--min A --max B] | interlock>"),
+            Some("msm") => bench_msm::run(&sh, &rest[1..]),
+            _ => bail!("usage: cargo xtask bench <cpu [--sizes LO..HI] [--runs N] | ntt [--min A --max B] | msm | interlock>"),
         },
         Some("kernels") => kernels::run(&sh, rest),
         Some("device-pack") => device_pack::run(&sh, rest),
         Some("ci") => ci::run(&sh),
         _ => bail!(
-            "usage: cargo xtask <golden [--bless] | bench cpu | bench ntt | kernels [--install-nvcc] | device-pack | ci>"
+            "usage: cargo xtask <golden [--bless] | bench cpu | bench ntt | bench msm | bench interlock | kernels [--install-nvcc] | device-pack | ci>"
         ),
     }
 }

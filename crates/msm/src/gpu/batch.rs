@@ -29,9 +29,10 @@ fn points_per_thread(n: usize, sm_count: u32) -> usize {
 /// Checks a selection against `n_bases` bases, as the CPU path does.
 pub(crate) fn check_selection(n_bases: usize, selection: &Selection<'_>) -> Result<(), MsmError> {
     match selection {
-        Selection::Bitmap(bitmap) if bitmap.len() != n_bases => {
-            Err(MsmError::BitmapLength { bits: bitmap.len(), bases: n_bases })
-        }
+        Selection::Bitmap(bitmap) if bitmap.len() != n_bases => Err(MsmError::BitmapLength {
+            bits: bitmap.len(),
+            bases: n_bases,
+        }),
         Selection::Indices(indices) => match indices.iter().position(|&i| i as usize >= n_bases) {
             Some(position) => Err(MsmError::IndexOutOfRange {
                 position,

@@ -132,7 +132,10 @@ pub(crate) fn fp_from_le_bytes(bytes: &[u8]) -> Result<Fp, GpuMsmError> {
 
 /// An Fp2 element from its two coordinates' limbs.
 pub(crate) fn fp2_from_le_bytes(bytes: &[u8]) -> Result<Fp2, GpuMsmError> {
-    Ok(Fp2::new(fp_from_le_bytes(&bytes[..48])?, fp_from_le_bytes(&bytes[48..96])?))
+    Ok(Fp2::new(
+        fp_from_le_bytes(&bytes[..48])?,
+        fp_from_le_bytes(&bytes[48..96])?,
+    ))
 }
 
 /// Jacobian coordinates `(X·ZZ·ZZZ², Y·ZZ³·ZZZ², ZZ·ZZZ)` of an XYZZ point: both describe

@@ -49,6 +49,11 @@ pub(crate) trait Exec {
     fn copy(&self, src: &Self::Buf, dst: &mut Self::Buf) -> Result<(), GpuMsmError>;
     /// Copies a buffer into host bytes of the same size once the compute lane has produced it.
     fn download(&self, src: &Self::Buf, dst: &mut [u8]) -> Result<(), GpuMsmError>;
+    /// Marks the end of a stage on the compute lane, for stage timings (does nothing unless the
+    /// executor profiles).
+    fn mark(&self, _stage: &'static str) -> Result<(), GpuMsmError> {
+        Ok(())
+    }
     /// Launches `kernel` on `grid` blocks of `block` threads on the compute lane.
     fn launch(
         &self,
@@ -67,7 +72,8 @@ pub(crate) fn blocks(items: usize, block: u32) -> Result<u32, GpuMsmError> {
 
 /// A value that must fit a kernel's `uint32_t` parameter.
 pub(crate) fn u32_arg(value: usize, what: &str) -> Result<u32, GpuMsmError> {
-    u32::try_from(value).map_err(|_| GpuMsmError::TooLarge(format!("{what} = {value} exceeds 2^32")))
+    u32::try_from(value)
+        .map_err(|_| GpuMsmError::TooLarge(format!("{what} = {value} exceeds 2^32")))
 }
 
 /// Host values as bytes, for uploads.
@@ -79,11 +85,13 @@ pub(crate) fn u32_arg(value: usize, what: &str) -> Result<u32, GpuMsmError> {
 pub(crate) unsafe fn as_bytes<T>(values: &[T]) -> &[u8] {
     // SAFETY: the caller guarantees that `T` has no padding, so every byte is initialised; the
     // byte slice covers exactly the same memory, with alignment 1.
-    unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values)) }
+    unsafe {
+        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+    }
 }
 
 #[cfg(feature = "cuda")]
-pub(crate) use gpu::{BorrowedBuffer, GpuBuf, GpuExec, GpuKernels};
+pub(crate) use gpu::{GpuBuf, GpuExec, GpuKernels};
 
 #[cfg(feature = "cuda")]
 mod gpu {
@@ -167,14 +175,18 @@ mod gpu {
         fn owned(&self) -> Result<&DeviceBuffer<u8>, GpuMsmError> {
             match self {
                 GpuBuf::Owned(b) => Ok(b),
-                GpuBuf::Borrowed(_) => Err(GpuMsmError::Internal("a caller's buffer is read-only here".into())),
+                GpuBuf::Borrowed(_) => Err(GpuMsmError::Internal(
+                    "a caller's buffer is read-only here".into(),
+                )),
             }
         }
 
         fn owned_mut(&mut self) -> Result<&mut DeviceBuffer<u8>, GpuMsmError> {
             match self {
                 GpuBuf::Owned(b) => Ok(b),
-                GpuBuf::Borrowed(_) => Err(GpuMsmError::Internal("a caller's buffer is read-only here".into())),
+                GpuBuf::Borrowed(_) => Err(GpuMsmError::Internal(
+                    "a caller's buffer is read-only here".into(),
+                )),
             }
         }
     }
@@ -183,6 +195,8 @@ mod gpu {
     #[derive(Debug)]
     pub(crate) struct GpuExec<'d> {
         pub(crate) kernels: &'d GpuKernels,
+        /// With `Some`, [`Exec::mark`] records an event per stage end here.
+        pub(crate) profile: Option<&'d std::cell::RefCell<Vec<(&'static str, Event)>>>,
     }
 
     impl<'d> Exec for GpuExec<'d> {
@@ -213,7 +227,10 @@ mod gpu {
         }
 
         fn upload_on_copy_lane(&self, dst: &mut Self::Buf, src: &[u8]) -> Result<(), GpuMsmError> {
-            Ok(self.kernels.copy_stream.copy_to_device(src, dst.owned_mut()?)?)
+            Ok(self
+                .kernels
+                .copy_stream
+                .copy_to_device(src, dst.owned_mut()?)?)
         }
 
         fn compute_waits_for_copies(&self) -> Result<(), GpuMsmError> {
@@ -230,11 +247,23 @@ mod gpu {
         }
 
         fn copy(&self, src: &Self::Buf, dst: &mut Self::Buf) -> Result<(), GpuMsmError> {
-            Ok(self.kernels.stream.copy_device(src.owned()?, dst.owned_mut()?)?)
+            Ok(self
+                .kernels
+                .stream
+                .copy_device(src.owned()?, dst.owned_mut()?)?)
         }
 
         fn download(&self, src: &Self::Buf, dst: &mut [u8]) -> Result<(), GpuMsmError> {
             Ok(self.kernels.stream.copy_to_host(src.owned()?, dst)?)
+        }
+
+        fn mark(&self, stage: &'static str) -> Result<(), GpuMsmError> {
+            if let Some(marks) = self.profile {
+                marks
+                    .borrow_mut()
+                    .push((stage, self.kernels.stream.record_event()?));
+            }
+            Ok(())
         }
 
         fn launch(
@@ -260,7 +289,11 @@ mod gpu {
                     }
                 }
             }
-            let config = LaunchConfig { grid: (grid, 1, 1), block: (block, 1, 1), shared_bytes: 0 };
+            let config = LaunchConfig {
+                grid: (grid, 1, 1),
+                block: (block, 1, 1),
+                shared_bytes: 0,
+            };
             // SAFETY: every launch wrapper (pippenger.rs, batch.rs, testops.rs) passes the
             // arguments of its kernel in order with the types of its C signature (buffers as
             // pointers, `U32`/`U64` as uint32_t/uint64_t) and sizes the buffers for the indices
@@ -272,10 +305,13 @@ mod gpu {
     }
 }
 
+// The emulator runs the tests; nothing else uses it.
 #[cfg(feature = "emu")]
+#[cfg_attr(not(test), allow(unused_imports))]
 pub(crate) use emu::EmuExec;
 
 #[cfg(feature = "emu")]
+#[cfg_attr(not(test), allow(dead_code))]
 mod emu {
     use std::ffi::{c_char, c_void, CString};
 
@@ -310,7 +346,11 @@ mod emu {
         fn new(bytes: usize) -> Self {
             let words = bytes.div_ceil(8).max(1);
             let boxed: Box<[u64]> = vec![0xa5a5_a5a5_a5a5_a5a5u64; words].into_boxed_slice();
-            Self { ptr: Box::into_raw(boxed).cast::<u64>(), words, bytes }
+            Self {
+                ptr: Box::into_raw(boxed).cast::<u64>(),
+                words,
+                bytes,
+            }
         }
 
         fn bytes(&self) -> &[u8] {
@@ -328,7 +368,9 @@ mod emu {
     impl Drop for EmuBuf {
         fn drop(&mut self) {
             // SAFETY: `ptr` and `words` come from `Box::into_raw` of a `[u64]` of that length.
-            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr, self.words)) });
+            drop(unsafe {
+                Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr, self.words))
+            });
         }
     }
 
@@ -342,7 +384,9 @@ mod emu {
         if expected == got {
             Ok(())
         } else {
-            Err(GpuMsmError::Emulator(format!("copy of {got} bytes into {expected}")))
+            Err(GpuMsmError::Emulator(format!(
+                "copy of {got} bytes into {expected}"
+            )))
         }
     }
 
@@ -419,14 +463,17 @@ mod emu {
                     Arg::U64(v) => *v,
                 })
                 .collect();
-            let mut params: Vec<*mut c_void> =
-                slots.iter_mut().map(|s| (s as *mut u64).cast::<c_void>()).collect();
+            let mut params: Vec<*mut c_void> = slots
+                .iter_mut()
+                .map(|s| (s as *mut u64).cast::<c_void>())
+                .collect();
             let name = CString::new(kernel).expect("kernel names have no NUL");
             // SAFETY: the launch wrappers pass each kernel its arguments in order and with its
             // C types, with buffers large enough for the kernel's indices (as on the device);
             // `slots` and `params` outlive the synchronous call; on a little-endian host a
             // uint32_t parameter reads the low half of its slot.
-            let status = unsafe { cuzk_msm_emu_launch(name.as_ptr(), grid, block, params.as_mut_ptr()) };
+            let status =
+                unsafe { cuzk_msm_emu_launch(name.as_ptr(), grid, block, params.as_mut_ptr()) };
             if status == 0 {
                 Ok(())
             } else {

@@ -36,6 +36,9 @@
 //!
 //! **Architecture invariant:** this module reaches the driver only through cuzk-gpu.
 
+// With the `emu` feature alone, nothing outside the tests calls the drivers.
+#![cfg_attr(not(feature = "cuda"), allow(dead_code, unused_imports))]
+
 mod batch;
 mod curve;
 mod exec;
@@ -55,6 +58,10 @@ pub use plan::{
 
 #[cfg(feature = "cuda")]
 pub(crate) use curve::KERNEL_NAMES;
+
+/// Milliseconds per stage of one MSM, in the order the stages first ran (see
+/// `GpuMsm::msm_profiled`).
+pub type StageTimes = Vec<(&'static str, f64)>;
 
 /// How the 32 bytes of a scalar are to be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -103,7 +110,9 @@ mod device {
     use super::exec::{as_bytes, GpuBuf, GpuExec, GpuKernels};
     use super::pippenger::{self, Source};
     use super::testops::{self, FieldOp, PointOp};
-    use super::{GpuCurve, GpuMsmError, Group, MsmPlan, ScalarForm, DEFAULT_STREAMED_CHUNK};
+    use super::{
+        GpuCurve, GpuMsmError, Group, MsmPlan, ScalarForm, StageTimes, DEFAULT_STREAMED_CHUNK,
+    };
     use crate::scalar::first_non_canonical;
     use crate::{MsmError, Selection};
 
@@ -156,7 +165,9 @@ mod device {
     impl GpuMsm {
         /// Loads the kernels on `device`.
         pub fn new(device: &Device) -> Result<Self, GpuMsmError> {
-            Ok(Self { kernels: GpuKernels::load(device)? })
+            Ok(Self {
+                kernels: GpuKernels::load(device)?,
+            })
         }
 
         /// The device.
@@ -171,7 +182,10 @@ mod device {
         }
 
         fn exec(&self) -> GpuExec<'_> {
-            GpuExec { kernels: &self.kernels }
+            GpuExec {
+                kernels: &self.kernels,
+                profile: None,
+            }
         }
 
         /// The plan this device uses for `n` points with bases and scalars on the device.
@@ -189,7 +203,10 @@ mod device {
 
         /// Copies blstrs scalars to the device (on [`stream`](Self::stream)); they stay in
         /// Montgomery form.
-        pub fn upload_scalars(&self, scalars: &[Scalar]) -> Result<DeviceBuffer<FrLimbs>, GpuMsmError> {
+        pub fn upload_scalars(
+            &self,
+            scalars: &[Scalar],
+        ) -> Result<DeviceBuffer<FrLimbs>, GpuMsmError> {
             Ok(self.kernels.stream.upload(scalars_as_limbs(scalars))?)
         }
 
@@ -214,8 +231,22 @@ mod device {
             bases: Bases<'_, C>,
             scalars: Scalars<'_>,
         ) -> Result<C::Projective, GpuMsmError> {
+            self.msm_inner(plan, bases, scalars, None)
+        }
+
+        fn msm_inner<C: GpuCurve>(
+            &self,
+            plan: &MsmPlan,
+            bases: Bases<'_, C>,
+            scalars: Scalars<'_>,
+            profile: Option<&std::cell::RefCell<Vec<(&'static str, cuzk_gpu::Event)>>>,
+        ) -> Result<C::Projective, GpuMsmError> {
             if bases.len() != scalars.len() {
-                return Err(MsmError::LengthMismatch { bases: bases.len(), scalars: scalars.len() }.into());
+                return Err(MsmError::LengthMismatch {
+                    bases: bases.len(),
+                    scalars: scalars.len(),
+                }
+                .into());
             }
             if plan.group != C::GROUP || plan.n_points != bases.len() {
                 return Err(GpuMsmError::Internal(format!(
@@ -247,14 +278,52 @@ mod device {
                 }
                 Scalars::Host(h) => {
                     // SAFETY: FrLimbs is `repr(C)` over `[u32; 8]`: no padding.
-                    (Source::Host(unsafe { as_bytes(scalars_as_limbs(h)) }), ScalarForm::Montgomery)
+                    (
+                        Source::Host(unsafe { as_bytes(scalars_as_limbs(h)) }),
+                        ScalarForm::Montgomery,
+                    )
                 }
                 Scalars::HostCanonical(h) => {
                     // SAFETY: byte arrays have no padding.
                     (Source::Host(unsafe { as_bytes(h) }), ScalarForm::Canonical)
                 }
             };
-            pippenger::msm::<_, C>(&self.exec(), plan, base_source, scalar_source, form)
+            match profile {
+                None => {
+                    pippenger::msm::<_, C>(&self.exec(), plan, base_source, scalar_source, form)
+                }
+                Some(marks) => {
+                    let exec = GpuExec {
+                        kernels: &self.kernels,
+                        profile: Some(marks),
+                    };
+                    pippenger::msm::<_, C>(&exec, plan, base_source, scalar_source, form)
+                }
+            }
+        }
+
+        /// [`msm_with_plan`](Self::msm_with_plan), also returning the time of each stage in
+        /// milliseconds (CUDA events between stages, summed over chunks): `stage` is the wait
+        /// for streamed inputs, `host` the host's share of the reduction and the window
+        /// combination.
+        pub fn msm_profiled<C: GpuCurve>(
+            &self,
+            plan: &MsmPlan,
+            bases: Bases<'_, C>,
+            scalars: Scalars<'_>,
+        ) -> Result<(C::Projective, StageTimes), GpuMsmError> {
+            let marks = std::cell::RefCell::new(Vec::new());
+            let result = self.msm_inner(plan, bases, scalars, Some(&marks))?;
+            let marks = marks.into_inner();
+            let mut stages: Vec<(&'static str, f64)> = Vec::new();
+            for pair in marks.windows(2) {
+                let ms = f64::from(pair[0].1.elapsed_ms(&pair[1].1)?);
+                match stages.iter_mut().find(|(name, _)| *name == pair[1].0) {
+                    Some(entry) => entry.1 += ms,
+                    None => stages.push((pair[1].0, ms)),
+                }
+            }
+            Ok((result, stages))
         }
 
         /// `Σ_{i selected} bases[i]`. Fails, as the CPU path does, when a bitmap's length differs
@@ -270,7 +339,13 @@ mod device {
 
         /// Runs an element-wise field test kernel (`degree` 1: Fp, 2: Fp2) over limb bytes.
         #[doc(hidden)]
-        pub fn test_field(&self, degree: usize, op: FieldOp, a: &[u8], b: &[u8]) -> Result<Vec<u8>, GpuMsmError> {
+        pub fn test_field(
+            &self,
+            degree: usize,
+            op: FieldOp,
+            a: &[u8],
+            b: &[u8],
+        ) -> Result<Vec<u8>, GpuMsmError> {
             testops::msm_test_field(&self.exec(), degree, op, a, b)
         }
 
@@ -289,7 +364,12 @@ mod device {
         /// Measures the device's Fp multiplication rate (multiplications per second) with the
         /// throughput probe: `blocks_per_sm` blocks of 256 threads per multiprocessor, `iters`
         /// multiplications per chain, the median of `reps` timed launches after one warm-up.
-        pub fn fp_mul_rate(&self, blocks_per_sm: u32, iters: u32, reps: usize) -> Result<f64, GpuMsmError> {
+        pub fn fp_mul_rate(
+            &self,
+            blocks_per_sm: u32,
+            iters: u32,
+            reps: usize,
+        ) -> Result<f64, GpuMsmError> {
             use super::exec::Exec;
             let exec = self.exec();
             let block = 256u32;

@@ -34,8 +34,7 @@ struct Workspace<B> {
     cursor: B,
     scan: Vec<B>,
     keys: B,
-    sorted_key: B,
-    sorted_ref: B,
+    sorted: B,
     part_keys: [B; 2],
     part_points: [B; 2],
 }
@@ -57,8 +56,7 @@ impl<B> Workspace<B> {
             cursor: exec.alloc(4 * (g + 1))?,
             scan,
             keys: exec.alloc(4 * entries)?,
-            sorted_key: exec.alloc(4 * entries)?,
-            sorted_ref: exec.alloc(4 * entries)?,
+            sorted: exec.alloc(8 * entries)?,
             part_keys: [exec.alloc(4 * 2 * t0)?, exec.alloc(4 * 2 * t1)?],
             part_points: [exec.alloc(xyzz * 2 * t0)?, exec.alloc(xyzz * 2 * t1)?],
         })
@@ -90,7 +88,10 @@ impl<B> Staging<B> {
                 slots[2] = Some(exec.alloc(tail * element_bytes)?);
             }
         }
-        Ok(Self { slots, element_bytes })
+        Ok(Self {
+            slots,
+            element_bytes,
+        })
     }
 }
 
@@ -117,6 +118,7 @@ pub(crate) fn msm<E: Exec, C: GpuCurve>(
     if plan.n_points == 0 {
         return Ok(C::identity());
     }
+    exec.mark("start")?;
     let mut ws = Workspace::new(exec, plan)?;
     exec.zero(&mut ws.buckets)?;
     let affine = plan.group.affine_bytes();
@@ -146,6 +148,7 @@ pub(crate) fn msm<E: Exec, C: GpuCurve>(
                 }
             }
             exec.compute_waits_for_copies()?;
+            exec.mark("stage")?;
         }
         let (base_buf, base_offset) = match &bases {
             Source::Device(b) => (*b, start),
@@ -185,18 +188,23 @@ fn process_chunk<E: Exec, C: GpuCurve>(
     let n_entries = m * plan.n_windows as usize;
     exec.zero(&mut ws.counts)?;
     msm_digits(exec, ws, scalars, scalar_offset, m, plan, form)?;
+    exec.mark("digits")?;
     let (first, rest) = ws.scan.split_first_mut().expect("at least one scan level");
     scan(exec, &mut ws.counts, g + 1, first, rest)?;
     exec.copy(&ws.counts, &mut ws.cursor)?;
+    exec.mark("scan")?;
     msm_scatter(exec, ws, m, n_entries)?;
+    exec.mark("scatter")?;
 
     let t0 = plan.accumulate_threads(m);
     msm_accumulate::<E, C>(exec, ws, g, bases, base_offset, plan.accumulate_seg, t0)?;
+    exec.mark("accumulate")?;
     for (i, level) in MsmPlan::merge_levels(t0).iter().enumerate() {
         // Level i reads the partial sums level i − 1 wrote (the first level wrote array 0).
         let (src, dst) = if i % 2 == 0 { (0, 1) } else { (1, 0) };
         msm_merge::<E, C>(exec, ws, src, dst, level.n_in, level.n_threads)?;
     }
+    exec.mark("merge")?;
     Ok(())
 }
 
@@ -246,7 +254,9 @@ fn scan<E: Exec>(
         &[Arg::Buf(data), Arg::Buf(tile_sums), Arg::U32(n32)],
     )?;
     if tiles > 1 {
-        let (next, rest) = rest.split_first_mut().expect("scan levels sized by the plan");
+        let (next, rest) = rest
+            .split_first_mut()
+            .expect("scan levels sized by the plan");
         scan(exec, tile_sums, tiles, next, rest)?;
         exec.launch(
             "msm_scan_add",
@@ -270,8 +280,7 @@ fn msm_scatter<E: Exec>(
         blocks(n_entries, INT_BLOCK)?,
         INT_BLOCK,
         &[
-            Arg::Buf(&ws.sorted_key),
-            Arg::Buf(&ws.sorted_ref),
+            Arg::Buf(&ws.sorted),
             Arg::Buf(&ws.cursor),
             Arg::Buf(&ws.keys),
             Arg::U32(u32_arg(m, "points per chunk")?),
@@ -298,8 +307,7 @@ fn msm_accumulate<E: Exec, C: GpuCurve>(
             Arg::Buf(&ws.buckets),
             Arg::Buf(&ws.part_keys[0]),
             Arg::Buf(&ws.part_points[0]),
-            Arg::Buf(&ws.sorted_key),
-            Arg::Buf(&ws.sorted_ref),
+            Arg::Buf(&ws.sorted),
             Arg::Buf(&ws.counts),
             Arg::U32(u32_arg(total_buckets, "buckets")?),
             Arg::Buf(bases),
@@ -374,7 +382,10 @@ pub(crate) fn download_points<E: Exec, C: GpuCurve>(
     let xyzz = C::GROUP.xyzz_bytes();
     let mut bytes = vec![0u8; E::size(buf)];
     exec.download(buf, &mut bytes)?;
-    bytes.chunks_exact(xyzz).map(C::projective_from_xyzz).collect()
+    bytes
+        .chunks_exact(xyzz)
+        .map(C::projective_from_xyzz)
+        .collect()
 }
 
 /// `Σ_i (i + weight_offset)·points[i]` (offset 0 or 1) by running sums from the top: after
@@ -422,17 +433,28 @@ fn finish<E: Exec, C: GpuCurve>(
             let n_segments = w * out_len;
             let last = i + 1 == levels.len();
             if last {
-                last_pair = Some((exec.alloc(n_segments * xyzz)?, exec.alloc(n_segments * xyzz)?));
+                last_pair = Some((
+                    exec.alloc(n_segments * xyzz)?,
+                    exec.alloc(n_segments * xyzz)?,
+                ));
             } else if scratch[i % 2].is_none() {
-                scratch[i % 2] =
-                    Some((exec.alloc(n_segments * xyzz)?, exec.alloc(n_segments * xyzz)?));
+                scratch[i % 2] = Some((
+                    exec.alloc(n_segments * xyzz)?,
+                    exec.alloc(n_segments * xyzz)?,
+                ));
             }
-            let (out_c, out_r) =
-                if last { last_pair.as_ref() } else { scratch[i % 2].as_ref() }.expect("allocated");
+            let (out_c, out_r) = if last {
+                last_pair.as_ref()
+            } else {
+                scratch[i % 2].as_ref()
+            }
+            .expect("allocated");
             let (in_c, in_r) = if level.first {
                 (&ws.buckets, &ws.buckets)
             } else {
-                let prev = scratch[(i - 1) % 2].as_ref().expect("written by the previous level");
+                let prev = scratch[(i - 1) % 2]
+                    .as_ref()
+                    .expect("written by the previous level");
                 (&prev.0, &prev.1)
             };
             msm_reduce::<E, C>(
@@ -447,6 +469,7 @@ fn finish<E: Exec, C: GpuCurve>(
                 level.first,
             )?;
         }
+        exec.mark("reduce")?;
         let (c_buf, r_buf) = last_pair.as_ref().expect("the last level ran");
         let c = download_points::<E, C>(exec, c_buf)?;
         let r = download_points::<E, C>(exec, r_buf)?;
@@ -462,5 +485,7 @@ fn finish<E: Exec, C: GpuCurve>(
             window_sums.push(scaled);
         }
     }
-    Ok(combine_windows::<C>(&window_sums, plan.window_bits))
+    let result = combine_windows::<C>(&window_sums, plan.window_bits);
+    exec.mark("host")?;
+    Ok(result)
 }

@@ -59,9 +59,10 @@ impl Group {
     }
 }
 
-/// Points per chunk when bases and scalars are on the device: bounds the sort's scratch memory
-/// (about 12·W bytes per point) and the partial sums.
-pub const DEFAULT_RESIDENT_CHUNK: usize = 1 << 24;
+/// Points per chunk when bases and scalars are on the device. Bounds the sort's scratch memory
+/// (12 bytes per point and window) and the partial sums; every chunk after the first adds one
+/// full addition per bucket, so chunks are as large as memory comfortably allows.
+pub const DEFAULT_RESIDENT_CHUNK: usize = 1 << 25;
 
 /// Points per chunk when bases or scalars stream from host memory: small enough that the copy of
 /// one chunk overlaps the work on the previous one.
@@ -144,9 +145,16 @@ impl MsmPlan {
             let w = f64::from(num_windows(c));
             (n_points as f64 * w).max(fill) + 3.0 * w * (1u64 << (c - 1)) as f64
         };
-        let window_bits = (4..=group.max_window_bits())
-            .fold(4, |best, c| if cost(c) < cost(best) { c } else { best });
-        Self::with_window_bits(n_points, group, sm_count, window_bits, DEFAULT_RESIDENT_CHUNK)
+        let window_bits =
+            (4..=group.max_window_bits())
+                .fold(4, |best, c| if cost(c) < cost(best) { c } else { best });
+        Self::with_window_bits(
+            n_points,
+            group,
+            sm_count,
+            window_bits,
+            DEFAULT_RESIDENT_CHUNK,
+        )
     }
 
     /// A plan with a given window width (1 to 24 bits) and largest chunk (at least one point);
@@ -169,12 +177,27 @@ impl MsmPlan {
             .into_iter()
             .find(|&seg| entries / seg >= target_threads)
             .unwrap_or(8);
-        Self { group, sm_count, n_points, window_bits, n_windows, chunk_len, n_chunks, accumulate_seg }
+        Self {
+            group,
+            sm_count,
+            n_points,
+            window_bits,
+            n_windows,
+            chunk_len,
+            n_chunks,
+            accumulate_seg,
+        }
     }
 
     /// The same plan with chunks of at most `max_chunk` points.
     pub fn with_max_chunk(&self, max_chunk: usize) -> Self {
-        Self::with_window_bits(self.n_points, self.group, self.sm_count, self.window_bits, max_chunk)
+        Self::with_window_bits(
+            self.n_points,
+            self.group,
+            self.sm_count,
+            self.window_bits,
+            max_chunk,
+        )
     }
 
     /// Buckets per window, `2^(c−1)`.
@@ -194,7 +217,9 @@ impl MsmPlan {
 
     /// Threads of the first level of the bucket sums for a chunk of `m` points.
     pub(crate) fn accumulate_threads(&self, m: usize) -> usize {
-        (m * self.n_windows as usize).div_ceil(self.accumulate_seg).max(1)
+        (m * self.n_windows as usize)
+            .div_ceil(self.accumulate_seg)
+            .max(1)
     }
 
     /// The merge levels after a first level of `first_threads` threads.
@@ -204,7 +229,10 @@ impl MsmPlan {
         while threads > 1 {
             let n_in = 2 * threads;
             threads = n_in.div_ceil(MERGE_SEG);
-            levels.push(MergeLevel { n_in, n_threads: threads });
+            levels.push(MergeLevel {
+                n_in,
+                n_threads: threads,
+            });
         }
         levels
     }
@@ -216,7 +244,12 @@ impl MsmPlan {
         let mut len = self.buckets_per_window();
         let mut scale_log2 = 0;
         while len > REDUCE_FINAL {
-            levels.push(ReduceLevel { len, seg: REDUCE_SEG, scale_log2, first: levels.is_empty() });
+            levels.push(ReduceLevel {
+                len,
+                seg: REDUCE_SEG,
+                scale_log2,
+                first: levels.is_empty(),
+            });
             scale_log2 += REDUCE_SEG.trailing_zeros();
             len /= REDUCE_SEG;
         }
@@ -266,7 +299,7 @@ impl MsmPlan {
         g * xyzz                       // buckets
             + 2 * (g + 1) * 4          // counts (then offsets) and cursors
             + scan
-            + 3 * entries * 4          // digit keys, sorted keys, sorted references
+            + 3 * entries * 4          // digit keys, sorted entries (key and reference)
             + (slots_a + slots_b) * (4 + xyzz)
             + reduce
     }
@@ -333,7 +366,14 @@ mod tests {
 
     #[test]
     fn chunks_cover_the_points_evenly() {
-        for (n, max) in [(0usize, 4usize), (1, 4), (9, 4), (16, 4), (17, 4), (1 << 20, 3 << 17)] {
+        for (n, max) in [
+            (0usize, 4usize),
+            (1, 4),
+            (9, 4),
+            (16, 4),
+            (17, 4),
+            (1 << 20, 3 << 17),
+        ] {
             let plan = MsmPlan::with_window_bits(n, Group::G1, 8, 8, max);
             assert!(plan.chunk_len <= max);
             assert!(plan.chunk_len * plan.n_chunks >= n);
@@ -360,7 +400,7 @@ mod tests {
         for c in 1..=22 {
             let plan = MsmPlan::with_window_bits(1000, Group::G1, 8, c, 1 << 20);
             let (levels, final_len, scale) = plan.reduce_levels();
-            assert!(final_len <= REDUCE_FINAL && final_len >= 1);
+            assert!((1..=REDUCE_FINAL).contains(&final_len));
             let product: usize = levels.iter().map(|l| l.seg).product();
             assert_eq!(product * final_len, plan.buckets_per_window());
             assert_eq!(1usize << scale, product);

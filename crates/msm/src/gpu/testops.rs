@@ -28,8 +28,14 @@ pub enum FieldOp {
 
 impl FieldOp {
     /// Every operation.
-    pub const ALL: [FieldOp; 6] =
-        [FieldOp::Add, FieldOp::Sub, FieldOp::Neg, FieldOp::Mul, FieldOp::Sqr, FieldOp::Dbl];
+    pub const ALL: [FieldOp; 6] = [
+        FieldOp::Add,
+        FieldOp::Sub,
+        FieldOp::Neg,
+        FieldOp::Mul,
+        FieldOp::Sqr,
+        FieldOp::Dbl,
+    ];
 }
 
 /// An element-wise point operation (codes of msm_test.cu): `a`, `b` XYZZ, `p` affine.
@@ -69,7 +75,11 @@ pub(crate) fn msm_test_field<E: Exec>(
 ) -> Result<Vec<u8>, GpuMsmError> {
     let size = 48 * degree;
     let n = a.len() / size;
-    let kernel = if degree == 1 { "msm_test_fp" } else { "msm_test_fp2" };
+    let kernel = if degree == 1 {
+        "msm_test_fp"
+    } else {
+        "msm_test_fp2"
+    };
     let mut da = exec.alloc(a.len())?;
     let mut db = exec.alloc(b.len())?;
     exec.upload(&mut da, a)?;
@@ -138,7 +148,9 @@ pub(crate) fn msm_bench_fp_mul<E: Exec>(
     iters: u32,
 ) -> Result<u64, GpuMsmError> {
     if threads == 0 || threads % block as usize != 0 || E::size(data) < threads * 96 {
-        return Err(GpuMsmError::Internal(format!("{threads} threads do not fit the probe")));
+        return Err(GpuMsmError::Internal(format!(
+            "{threads} threads do not fit the probe"
+        )));
     }
     exec.launch(
         "msm_bench_fp_mul",

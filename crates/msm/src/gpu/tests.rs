@@ -35,7 +35,10 @@ macro_rules! for_each_exec {
         {
             if let Some(dev) = cuzk_gpu::device_for_tests() {
                 let kernels = super::exec::GpuKernels::load(&dev).expect("the msm module loads");
-                let $exec = &super::exec::GpuExec { kernels: &kernels };
+                let $exec = &super::exec::GpuExec {
+                    kernels: &kernels,
+                    profile: None,
+                };
                 let $device = true;
                 $body
             }
@@ -48,7 +51,11 @@ fn rng(seed: u64) -> ChaCha20Rng {
 }
 
 fn fp_bytes(x: &Fp) -> Vec<u8> {
-    FpLimbs::from(*x).0.iter().flat_map(|l| l.to_le_bytes()).collect()
+    FpLimbs::from(*x)
+        .0
+        .iter()
+        .flat_map(|l| l.to_le_bytes())
+        .collect()
 }
 
 fn fp2_bytes(x: &Fp2) -> Vec<u8> {
@@ -74,7 +81,10 @@ trait TestCurve: GpuCurve {
         let lambda = Self::Coordinate::random(&mut *rng);
         let l2 = lambda.square();
         let l3 = l2 * lambda;
-        [x * l2, y * l3, l2, l3].iter().flat_map(Self::coordinate_bytes).collect()
+        [x * l2, y * l3, l2, l3]
+            .iter()
+            .flat_map(Self::coordinate_bytes)
+            .collect()
     }
 
     /// `n` points: a random start, then steps of a random point (cheap to make, all distinct
@@ -124,10 +134,22 @@ impl TestCurve for G2 {
 // ---------------------------------------------------------------------------------------------
 
 fn edge_fps() -> Vec<Fp> {
-    let mut out = vec![Fp::ZERO, Fp::ONE, -Fp::ONE, Fp::ONE.double(), -Fp::ONE.double()];
+    let mut out = vec![
+        Fp::ZERO,
+        Fp::ONE,
+        -Fp::ONE,
+        Fp::ONE.double(),
+        -Fp::ONE.double(),
+    ];
     // Small integers and their negations, and (p − 1)/2 ± 1.
     let half = Fp::ONE.double().invert().unwrap() * (-Fp::ONE);
-    out.extend([half, half + Fp::ONE, half - Fp::ONE, Fp::from(3u64), -Fp::from(3u64)]);
+    out.extend([
+        half,
+        half + Fp::ONE,
+        half - Fp::ONE,
+        Fp::from(3u64),
+        -Fp::from(3u64),
+    ]);
     out
 }
 
@@ -177,7 +199,13 @@ fn fp_operations_match_blstrs() {
             let got = msm_test_field(exec, 1, op, &ab, &bb).expect("kernel runs");
             for (i, chunk) in got.chunks_exact(48).enumerate() {
                 let want = fp_bytes(&expected_fp(op, &a[i], &b[i]));
-                assert_eq!(chunk, &want[..], "Fp {op:?} at {i}: a = {:?}, b = {:?}", a[i], b[i]);
+                assert_eq!(
+                    chunk,
+                    &want[..],
+                    "Fp {op:?} at {i}: a = {:?}, b = {:?}",
+                    a[i],
+                    b[i]
+                );
             }
         }
     });
@@ -189,7 +217,13 @@ fn fp2_operations_match_blstrs() {
         let mut rng = rng(2);
         let edges: Vec<Fp2> = edge_fps()
             .iter()
-            .flat_map(|x| [Fp2::new(*x, Fp::ZERO), Fp2::new(Fp::ZERO, *x), Fp2::new(*x, -*x)])
+            .flat_map(|x| {
+                [
+                    Fp2::new(*x, Fp::ZERO),
+                    Fp2::new(Fp::ZERO, *x),
+                    Fp2::new(*x, -*x),
+                ]
+            })
             .collect();
         let mut a: Vec<Fp2> = Vec::new();
         let mut b: Vec<Fp2> = Vec::new();
@@ -244,15 +278,26 @@ fn check_point_ops<E: Exec, C: TestCurve>(exec: &E, random: usize, seed: u64) {
     ];
     for i in 0..random {
         let a = proj(&pts[i + 2]);
-        let b = if i % 3 == 0 { proj(&pts[i + 3]) } else { C::double(&proj(&pts[i + 1])) };
+        let b = if i % 3 == 0 {
+            proj(&pts[i + 3])
+        } else {
+            C::double(&proj(&pts[i + 1]))
+        };
         cases.push((a, b, pts[(i * 5 + 1) % pts.len()]));
     }
-    let a_bytes: Vec<u8> = cases.iter().flat_map(|c| C::xyzz_bytes(&c.0, &mut rng)).collect();
-    let b_bytes: Vec<u8> = cases.iter().flat_map(|c| C::xyzz_bytes(&c.1, &mut rng)).collect();
+    let a_bytes: Vec<u8> = cases
+        .iter()
+        .flat_map(|c| C::xyzz_bytes(&c.0, &mut rng))
+        .collect();
+    let b_bytes: Vec<u8> = cases
+        .iter()
+        .flat_map(|c| C::xyzz_bytes(&c.1, &mut rng))
+        .collect();
     let ps: Vec<C::Affine> = cases.iter().map(|c| c.2).collect();
     let p_bytes = affine_bytes::<C>(&ps).to_vec();
     for op in PointOp::ALL {
-        let got = msm_test_point::<E, C>(exec, op, &a_bytes, &b_bytes, &p_bytes).expect("kernel runs");
+        let got =
+            msm_test_point::<E, C>(exec, op, &a_bytes, &b_bytes, &p_bytes).expect("kernel runs");
         for (i, chunk) in got.chunks_exact(C::GROUP.xyzz_bytes()).enumerate() {
             let (a, b, p) = &cases[i];
             let want = match op {
@@ -313,9 +358,10 @@ fn run_msm<E: Exec, C: GpuCurve>(
     resident: bool,
 ) -> C::Projective {
     let canon = canonical(scalars);
-    // SAFETY: Scalar (blst_fr, four u64) and byte arrays have no padding.
     let scalar_bytes: &[u8] = match form {
+        // SAFETY: Scalar is blst_fr, four u64: no padding.
         ScalarForm::Montgomery => unsafe { as_bytes(scalars) },
+        // SAFETY: byte arrays have no padding.
         ScalarForm::Canonical => unsafe { as_bytes(&canon) },
     };
     let base_bytes = affine_bytes::<C>(bases);
@@ -326,13 +372,25 @@ fn run_msm<E: Exec, C: GpuCurve>(
         exec.upload(&mut s, scalar_bytes).unwrap();
         pippenger::msm::<E, C>(exec, plan, Source::Device(&b), Source::Device(&s), form)
     } else {
-        pippenger::msm::<E, C>(exec, plan, Source::Host(base_bytes), Source::Host(scalar_bytes), form)
+        pippenger::msm::<E, C>(
+            exec,
+            plan,
+            Source::Host(base_bytes),
+            Source::Host(scalar_bytes),
+            form,
+        )
     };
     result.expect("the MSM runs")
 }
 
 /// Checks one MSM against the naive sum in every mode: resident and streamed, both forms.
-fn check_msm<E: Exec, C: TestCurve>(exec: &E, plan: &MsmPlan, bases: &[C::Affine], scalars: &[Scalar], what: &str) {
+fn check_msm<E: Exec, C: TestCurve>(
+    exec: &E,
+    plan: &MsmPlan,
+    bases: &[C::Affine],
+    scalars: &[Scalar],
+    what: &str,
+) {
     let want = naive_msm::<C>(bases, scalars).unwrap();
     for (form, resident) in [
         (ScalarForm::Montgomery, true),
@@ -359,24 +417,37 @@ fn random_scalars(n: usize, rng: &mut ChaCha20Rng) -> Vec<Scalar> {
 
 fn check_random_msms<E: Exec, C: TestCurve>(exec: &E, device: bool, seed: u64) {
     let mut rng = rng(seed);
-    let sizes: &[usize] = if device { &[0, 1, 2, 3, 100, 1000, 4097] } else { &[0, 1, 2, 3, 37] };
+    let sizes: &[usize] = if device {
+        &[0, 1, 2, 3, 100, 1000, 4097]
+    } else {
+        &[0, 1, 2, 3, 37]
+    };
     for &n in sizes {
         let bases = C::points(n, &mut rng);
         let scalars = random_scalars(n, &mut rng);
         let plan = MsmPlan::new(n, C::GROUP, exec.sm_count());
         check_msm::<E, C>(exec, &plan, &bases, &scalars, "random, default plan");
     }
-    // Window widths and chunkings the default plans do not reach at these sizes; reductions of
-    // one, two and three device levels.
+    // Window widths and chunkings the default plans do not reach at these sizes.
     let n = if device { 700 } else { 23 };
     let bases = C::points(n, &mut rng);
     let scalars = random_scalars(n, &mut rng);
-    let windows: &[u32] = if device { &[1, 2, 5, 6, 9, 13, 16] } else { &[1, 3, 6, 9] };
+    // Device reductions of zero (c ≤ 5), one (6 to 9), two (10 to 13) and three (14 to 17)
+    // levels; the emulator, being slow, skips the widest.
+    let windows: &[u32] = match (device, C::GROUP) {
+        (true, _) => &[1, 2, 5, 6, 9, 10, 13, 14, 16],
+        (false, super::Group::G1) => &[1, 3, 6, 9, 10, 14],
+        (false, super::Group::G2) => &[1, 3, 6, 10],
+    };
     for &c in windows {
         for max_chunk in [n, n / 3 + 1] {
             let plan = MsmPlan::with_window_bits(n, C::GROUP, exec.sm_count(), c, max_chunk);
             check_msm::<E, C>(exec, &plan, &bases, &scalars, "random, forced plan");
         }
+        // Long segments over short runs: more complete runs per thread than it holds back.
+        let mut plan = MsmPlan::with_window_bits(n, C::GROUP, exec.sm_count(), c, n / 2 + 1);
+        plan.accumulate_seg = 64;
+        check_msm::<E, C>(exec, &plan, &bases, &scalars, "random, long segments");
     }
 }
 
@@ -407,15 +478,34 @@ fn check_adversarial_msms<E: Exec, C: TestCurve>(exec: &E, device: bool, seed: u
         ("all one", vec![Scalar::ONE; n]),
         ("all r - 1", vec![-Scalar::ONE; n]),
         ("one value repeated", vec![repeated; n]),
-        ("half and neighbours", (0..n).map(|i| half + Scalar::from((i % 3) as u64) - Scalar::ONE).collect()),
-        ("small values", (0..n).map(|i| Scalar::from((i % 5) as u64)).collect()),
+        (
+            "half and neighbours",
+            (0..n)
+                .map(|i| half + Scalar::from((i % 3) as u64) - Scalar::ONE)
+                .collect(),
+        ),
+        (
+            "small values",
+            (0..n).map(|i| Scalar::from((i % 5) as u64)).collect(),
+        ),
         (
             "very sparse",
             (0..n)
-                .map(|_| if rng.next_u32() % 16 == 0 { Scalar::random(&mut rng) } else { Scalar::ZERO })
+                .map(|_| {
+                    if rng.next_u32() % 16 == 0 {
+                        Scalar::random(&mut rng)
+                    } else {
+                        Scalar::ZERO
+                    }
+                })
                 .collect(),
         ),
-        ("2^k", (0..n).map(|i| Scalar::from(2u64).pow_vartime([(i % 255) as u64])).collect()),
+        (
+            "2^k",
+            (0..n)
+                .map(|i| Scalar::from(2u64).pow_vartime([(i % 255) as u64]))
+                .collect(),
+        ),
     ];
     let windows: &[u32] = if device { &[5, 13] } else { &[3, 7] };
     for (what, scalars) in &cases {
@@ -442,7 +532,13 @@ fn check_adversarial_msms<E: Exec, C: TestCurve>(exec: &E, device: bool, seed: u
     let same = vec![repeated; n];
     for &c in windows {
         let plan = MsmPlan::with_window_bits(n, C::GROUP, exec.sm_count(), c, n);
-        check_msm::<E, C>(exec, &plan, &odd_bases, &scalars, "bases with infinity and repeats");
+        check_msm::<E, C>(
+            exec,
+            &plan,
+            &odd_bases,
+            &scalars,
+            "bases with infinity and repeats",
+        );
         check_msm::<E, C>(exec, &plan, &odd_bases, &same, "repeated bases and scalars");
     }
 }
@@ -477,11 +573,25 @@ fn msm_matches_blst_at_larger_sizes() {
             let want = crate::fast::msm::<G1>(&bases, &scalars).unwrap();
             let plan = MsmPlan::new(n, super::Group::G1, exec.sm_count());
             for resident in [true, false] {
-                let got = run_msm::<_, G1>(exec, &plan, &bases, &scalars, ScalarForm::Montgomery, resident);
+                let got = run_msm::<_, G1>(
+                    exec,
+                    &plan,
+                    &bases,
+                    &scalars,
+                    ScalarForm::Montgomery,
+                    resident,
+                );
                 assert_eq!(got, want, "G1 2^{log_n}, resident {resident}");
             }
             let streamed = plan.with_max_chunk(n / 3);
-            let got = run_msm::<_, G1>(exec, &streamed, &bases, &scalars, ScalarForm::Montgomery, false);
+            let got = run_msm::<_, G1>(
+                exec,
+                &streamed,
+                &bases,
+                &scalars,
+                ScalarForm::Montgomery,
+                false,
+            );
             assert_eq!(got, want, "G1 2^{log_n} in chunks");
             // A skewed distribution: a quarter of the scalars share one value.
             let mut skewed = scalars.clone();
@@ -510,7 +620,11 @@ fn msm_matches_blst_at_larger_sizes() {
 
 fn check_batch_add<E: Exec, C: TestCurve>(exec: &E, device: bool, seed: u64) {
     let mut rng = rng(seed);
-    for n in if device { vec![0usize, 1, 63, 64, 65, 5000, 70_000] } else { vec![0, 1, 63, 64, 65, 200] } {
+    for n in if device {
+        vec![0usize, 1, 63, 64, 65, 5000, 70_000]
+    } else {
+        vec![0, 1, 63, 64, 65, 200]
+    } {
         let mut bases = C::points(n, &mut rng);
         if n > 3 {
             bases[3] = C::Affine::identity();
@@ -520,20 +634,38 @@ fn check_batch_add<E: Exec, C: TestCurve>(exec: &E, device: bool, seed: u64) {
         let mut dev = exec.alloc(base_bytes.len()).unwrap();
         exec.upload(&mut dev, base_bytes).unwrap();
         let bitmap = Bitmap::from_bools((0..n).map(|_| rng.next_u32() % 3 != 0));
-        let indices: Vec<u32> = (0..n / 2).map(|_| rng.next_u32() % n.max(1) as u32).collect();
+        let indices: Vec<u32> = (0..n / 2)
+            .map(|_| rng.next_u32() % n.max(1) as u32)
+            .collect();
         let indices = if n == 0 { vec![] } else { indices };
-        for selection in [Selection::All, Selection::Bitmap(&bitmap), Selection::Indices(&indices)] {
+        for selection in [
+            Selection::All,
+            Selection::Bitmap(&bitmap),
+            Selection::Indices(&indices),
+        ] {
             let want = crate::batch_add::<C>(&bases, selection).unwrap();
-            let got = batch::batch_add::<E, C>(exec, &dev, n, selection).expect("batch addition runs");
-            assert_eq!(got, want, "{} batch addition of {n} bases, {selection:?}", C::NAME);
+            let got =
+                batch::batch_add::<E, C>(exec, &dev, n, selection).expect("batch addition runs");
+            assert_eq!(
+                got,
+                want,
+                "{} batch addition of {n} bases, {selection:?}",
+                C::NAME
+            );
         }
         // Bad selections fail as on the CPU.
         let short = Bitmap::zeros(n + 1);
         let err = batch::batch_add::<E, C>(exec, &dev, n, Selection::Bitmap(&short)).unwrap_err();
-        assert!(matches!(err, super::GpuMsmError::Input(MsmError::BitmapLength { .. })));
+        assert!(matches!(
+            err,
+            super::GpuMsmError::Input(MsmError::BitmapLength { .. })
+        ));
         let bad = [n as u32];
         let err = batch::batch_add::<E, C>(exec, &dev, n, Selection::Indices(&bad)).unwrap_err();
-        assert!(matches!(err, super::GpuMsmError::Input(MsmError::IndexOutOfRange { .. })));
+        assert!(matches!(
+            err,
+            super::GpuMsmError::Input(MsmError::IndexOutOfRange { .. })
+        ));
     }
 }
 
@@ -559,7 +691,9 @@ fn g2_batch_add_matches_cpu() {
 #[test]
 fn gpu_msm_api_checks_inputs_and_agrees() {
     use super::{Bases, GpuMsm, Scalars};
-    let Some(device) = cuzk_gpu::device_for_tests() else { return };
+    let Some(device) = cuzk_gpu::device_for_tests() else {
+        return;
+    };
     let gpu = GpuMsm::new(&device).expect("kernels load");
     let mut rng = rng(50);
     let n = 5000;
@@ -569,19 +703,40 @@ fn gpu_msm_api_checks_inputs_and_agrees() {
     let dev_bases = gpu.upload_bases::<G1>(&bases).unwrap();
     let dev_scalars = gpu.upload_scalars(&scalars).unwrap();
     let got = gpu
-        .msm::<G1>(Bases::Device(&dev_bases), Scalars::Device(&dev_scalars, ScalarForm::Montgomery))
+        .msm::<G1>(
+            Bases::Device(&dev_bases),
+            Scalars::Device(&dev_scalars, ScalarForm::Montgomery),
+        )
         .unwrap();
     assert_eq!(got, want);
-    assert_eq!(gpu.msm::<G1>(Bases::Host(&bases), Scalars::Host(&scalars)).unwrap(), want);
+    assert_eq!(
+        gpu.msm::<G1>(Bases::Host(&bases), Scalars::Host(&scalars))
+            .unwrap(),
+        want
+    );
     let canon = canonical(&scalars);
-    assert_eq!(gpu.msm::<G1>(Bases::Device(&dev_bases), Scalars::HostCanonical(&canon)).unwrap(), want);
+    assert_eq!(
+        gpu.msm::<G1>(Bases::Device(&dev_bases), Scalars::HostCanonical(&canon))
+            .unwrap(),
+        want
+    );
 
-    let err = gpu.msm::<G1>(Bases::Host(&bases[1..]), Scalars::Host(&scalars)).unwrap_err();
-    assert!(matches!(err, super::GpuMsmError::Input(MsmError::LengthMismatch { .. })));
+    let err = gpu
+        .msm::<G1>(Bases::Host(&bases[1..]), Scalars::Host(&scalars))
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        super::GpuMsmError::Input(MsmError::LengthMismatch { .. })
+    ));
     let mut bad = canon.clone();
     bad[7] = [0xff; 32];
-    let err = gpu.msm::<G1>(Bases::Host(&bases), Scalars::HostCanonical(&bad)).unwrap_err();
-    assert!(matches!(err, super::GpuMsmError::Input(MsmError::NonCanonicalScalar { index: 7 })));
+    let err = gpu
+        .msm::<G1>(Bases::Host(&bases), Scalars::HostCanonical(&bad))
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        super::GpuMsmError::Input(MsmError::NonCanonicalScalar { index: 7 })
+    ));
 
     let all = gpu.batch_add::<G1>(&dev_bases, Selection::All).unwrap();
     assert_eq!(all, crate::batch_add::<G1>(&bases, Selection::All).unwrap());

@@ -1,0 +1,99 @@
+// The host emulator's launcher: every kernel of kernels/msm/ compiled for the CPU (see
+// host_cuda.h) behind one C entry point with the driver's calling convention, an array of
+// pointers to the argument values (as cuLaunchKernel takes them).
+#include <barrier>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "msm/msm.cu"
+#include "msm/msm_test.cu"
+
+thread_local dim3 threadIdx;
+thread_local dim3 blockIdx;
+dim3 blockDim;
+dim3 gridDim;
+
+static std::barrier<>* emu_barrier = nullptr;
+
+void __syncthreads() {
+    if (emu_barrier) emu_barrier->arrive_and_wait();
+}
+
+template <class... A, size_t... I>
+static void emu_invoke_impl(void (*kernel)(A...), void** params, std::index_sequence<I...>) {
+    kernel(*static_cast<A*>(params[I])...);
+}
+
+template <class... A>
+static void emu_invoke(void (*kernel)(A...), void** params) {
+    emu_invoke_impl(kernel, params, std::index_sequence_for<A...>{});
+}
+
+struct EmuKernel {
+    const char* name;
+    void (*run)(void**);
+    bool synchronises;
+};
+
+#define EMU_KERNEL(name, sync) {#name, [](void** p) { emu_invoke(name, p); }, sync}
+#define EMU_GROUP(G)                                                                            \
+    EMU_KERNEL(msm_accumulate_##G, false), EMU_KERNEL(msm_merge_##G, false),                    \
+        EMU_KERNEL(msm_reduce_##G, false), EMU_KERNEL(msm_batch_bitmap_##G, false),              \
+        EMU_KERNEL(msm_batch_indices_##G, false), EMU_KERNEL(msm_batch_range_##G, false),        \
+        EMU_KERNEL(msm_sum_##G, false), EMU_KERNEL(msm_test_##G, false)
+
+static const EmuKernel emu_kernels[] = {
+    EMU_KERNEL(msm_digits, false),
+    EMU_KERNEL(msm_scan_tiles, true),
+    EMU_KERNEL(msm_scan_add, false),
+    EMU_KERNEL(msm_scatter, false),
+    EMU_GROUP(g1),
+    EMU_GROUP(g2),
+    EMU_KERNEL(msm_test_fp, false),
+    EMU_KERNEL(msm_test_fp2, false),
+    EMU_KERNEL(msm_bench_fp_mul, false),
+};
+
+// Launches run one at a time (the launch shape and the barrier are process-wide, as a device's
+// are per launch).
+static std::mutex emu_launch_lock;
+
+// Runs kernel `name` on a grid of `grid` blocks of `block` threads. Returns 0, or -1 when no
+// kernel has that name.
+extern "C" int cuzk_msm_emu_launch(const char* name, uint32_t grid, uint32_t block, void** params) {
+    std::lock_guard<std::mutex> guard(emu_launch_lock);
+    const EmuKernel* kernel = nullptr;
+    for (const EmuKernel& k : emu_kernels) {
+        if (std::strcmp(k.name, name) == 0) kernel = &k;
+    }
+    if (!kernel) return -1;
+    gridDim = dim3{grid, 1, 1};
+    blockDim = dim3{block, 1, 1};
+    for (uint32_t b = 0; b < grid; b++) {
+        if (!kernel->synchronises) {
+            blockIdx = dim3{b, 0, 0};
+            for (uint32_t t = 0; t < block; t++) {
+                threadIdx = dim3{t, 0, 0};
+                kernel->run(params);
+            }
+            continue;
+        }
+        std::barrier<> barrier(block);
+        emu_barrier = &barrier;
+        std::vector<std::thread> threads;
+        threads.reserve(block);
+        for (uint32_t t = 0; t < block; t++) {
+            threads.emplace_back([kernel, params, b, t] {
+                blockIdx = dim3{b, 0, 0};
+                threadIdx = dim3{t, 0, 0};
+                kernel->run(params);
+            });
+        }
+        for (std::thread& thread : threads) thread.join();
+        emu_barrier = nullptr;
+    }
+    return 0;
+}

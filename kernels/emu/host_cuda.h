@@ -1,0 +1,35 @@
+// Host emulation of the CUDA features cuzk's MSM kernels use, so that the very same kernel
+// sources compile with a C++ compiler and run on the CPU (crates/msm, feature `emu`): the GPU
+// code paths (launch sequences, indexing, the kernels' arithmetic) are tested without a GPU.
+//
+// Force-included before the kernel sources (`c++ -include emu/host_cuda.h`). Blocks run one
+// after the other; the threads of a block run one after the other, except for kernels that
+// synchronise (`__syncthreads`), whose threads run as host threads meeting at a barrier. So
+// `__shared__` variables become function-local statics: one copy, used by one block at a time.
+// Warp-level intrinsics are not emulated, and the kernels do not use them.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static
+
+struct dim3 {
+    unsigned x, y, z;
+};
+
+extern thread_local dim3 threadIdx;
+extern thread_local dim3 blockIdx;
+extern dim3 blockDim;
+extern dim3 gridDim;
+
+void __syncthreads();
+
+inline unsigned atomicAdd(unsigned* address, unsigned value) {
+    return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST);
+}

@@ -1,0 +1,246 @@
+// Fp, the base field of BLS12-381 (381-bit p), in Montgomery form on the GPU.
+//
+// Layout: twelve little-endian 32-bit limbs of a·R mod p with R = 2^384, byte-identical to blst's
+// `blst_fp` (six little-endian 64-bit limbs) on a little-endian host, so host vectors of blstrs
+// points go to the device without conversion (`cuzk_field::layout::FpLimbs`). Every function
+// takes and returns canonical values (< p): equality is limb equality and zero is all-zero limbs.
+//
+// Multiplication is Montgomery's CIOS in the "even/odd" form of `fr.cuh`, generalised to twelve
+// limbs and a modulus whose low limb is not 1: the products a[j]·b[i] with j even accumulate into
+// one array and those with j odd into another, offset by one limb, so every product lands on an
+// aligned pair of limbs. Each pair (mad.lo.cc + madc.hi.cc on the same operands) is written as
+// ONE inline-asm statement: ptxas then fuses it into a single IMAD.WIDE.U32.X (64-bit multiply-
+// add with carry). Written as two statements, as `fr.cuh` does, ptxas emits IMAD + IMAD.HI.U32 +
+// IADD3.X for each product instead: about 1060 instructions per multiplication on sm_90 against
+// about 360 this way (counted with cuobjdump). The reduction factor is m = t0·(−p⁻¹ mod 2^32)
+// and the products m·p[j] use the same fused pairs. One multiplication is 144 products for a·b,
+// 144 for the reduction and 12 for the factors.
+//
+// Bounds: p < 2^381, so after each row the accumulator T = even + 2^32·odd stays below 2p and
+// below 2^414 before the division by 2^32; the odd array (weights 2^32..2^384) therefore never
+// carries out, and the even array's carry (weight 2^384) lands in the odd array's top limb.
+//
+// The same source compiles for the host with `fr.cuh`'s C emulation of the PTX carry
+// instructions, so the arithmetic is checked without a GPU (crates/msm, feature `emu`).
+#pragma once
+
+#include "field/fr.cuh"
+
+// The modulus p, little-endian 32-bit limbs (as `cuzk_field::layout::FP_MODULUS`).
+FR_HD constexpr uint32_t fp_modulus(int i) {
+    return i == 0 ? 0xffffaaabu : i == 1 ? 0xb9feffffu : i == 2 ? 0xb153ffffu
+         : i == 3 ? 0x1eabfffeu : i == 4 ? 0xf6b0f624u : i == 5 ? 0x6730d2a0u
+         : i == 6 ? 0xf38512bfu : i == 7 ? 0x64774b84u : i == 8 ? 0x434bacd7u
+         : i == 9 ? 0x4b1ba7b6u : i == 10 ? 0x397fe69au : 0x1a0111eau;
+}
+
+// R mod p: one in Montgomery form.
+FR_HD constexpr uint32_t fp_one_limb(int i) {
+    return i == 0 ? 0x0002fffdu : i == 1 ? 0x76090000u : i == 2 ? 0xc40c0002u
+         : i == 3 ? 0xebf4000bu : i == 4 ? 0x53c758bau : i == 5 ? 0x5f489857u
+         : i == 6 ? 0x70525745u : i == 7 ? 0x77ce5853u : i == 8 ? 0xa256ec6du
+         : i == 9 ? 0x5c071a97u : i == 10 ? 0xfa80e493u : 0x15f65ec3u;
+}
+
+// −p⁻¹ mod 2^32, the Montgomery reduction factor.
+#define FP_M0 0xfffcfffdu
+
+struct fp_t {
+    uint32_t l[12];
+
+    FR_HD static fp_t zero() { fp_t r; for (int i = 0; i < 12; i++) r.l[i] = 0; return r; }
+    FR_HD static fp_t one() { fp_t r; for (int i = 0; i < 12; i++) r.l[i] = fp_one_limb(i); return r; }
+    FR_HD bool is_zero() const {
+        uint32_t acc = 0;
+#pragma unroll
+        for (int i = 0; i < 12; i++) acc |= l[i];
+        return acc == 0;
+    }
+};
+
+FR_HD bool fp_eq(const fp_t& a, const fp_t& b) {
+    uint32_t acc = 0;
+#pragma unroll
+    for (int i = 0; i < 12; i++) acc |= a.l[i] ^ b.l[i];
+    return acc == 0;
+}
+
+// s − p when that does not borrow, else s; for s < 2p.
+FR_HD fp_t fp_reduce_once(const fp_t& s) {
+    fp_t t, r;
+    t.l[0] = sub_cc(s.l[0], fp_modulus(0));
+#pragma unroll
+    for (int i = 1; i < 12; i++) t.l[i] = subc_cc(s.l[i], fp_modulus(i));
+    uint32_t borrow = subc(0, 0);  // 0 or 0xffffffff
+#pragma unroll
+    for (int i = 0; i < 12; i++) r.l[i] = borrow ? s.l[i] : t.l[i];
+    return r;
+}
+
+// a + b mod p, for a, b < p.
+FR_HD fp_t fp_add(const fp_t& a, const fp_t& b) {
+    fp_t s;
+    s.l[0] = add_cc(a.l[0], b.l[0]);
+#pragma unroll
+    for (int i = 1; i < 11; i++) s.l[i] = addc_cc(a.l[i], b.l[i]);
+    s.l[11] = addc(a.l[11], b.l[11]);  // a + b < 2p < 2^382: no carry out
+    return fp_reduce_once(s);
+}
+
+// 2a mod p.
+FR_HD fp_t fp_dbl(const fp_t& a) { return fp_add(a, a); }
+
+// a − b mod p, for a, b < p.
+FR_HD fp_t fp_sub(const fp_t& a, const fp_t& b) {
+    fp_t d;
+    d.l[0] = sub_cc(a.l[0], b.l[0]);
+#pragma unroll
+    for (int i = 1; i < 12; i++) d.l[i] = subc_cc(a.l[i], b.l[i]);
+    uint32_t mask = subc(0, 0);  // all ones when a < b: add p back
+    d.l[0] = add_cc(d.l[0], fp_modulus(0) & mask);
+#pragma unroll
+    for (int i = 1; i < 11; i++) d.l[i] = addc_cc(d.l[i], fp_modulus(i) & mask);
+    d.l[11] = addc(d.l[11], fp_modulus(11) & mask);
+    return d;
+}
+
+// −a mod p, for a < p (zero stays zero).
+FR_HD fp_t fp_neg(const fp_t& a) {
+    fp_t d;
+    uint32_t nz = a.is_zero() ? 0u : 0xffffffffu;
+    d.l[0] = sub_cc(fp_modulus(0) & nz, a.l[0]);
+#pragma unroll
+    for (int i = 1; i < 11; i++) d.l[i] = subc_cc(fp_modulus(i) & nz, a.l[i]);
+    d.l[11] = subc(fp_modulus(11) & nz, a.l[11]);
+    return d;
+}
+
+// −a when `negate`, else a.
+FR_HD fp_t fp_cneg(const fp_t& a, bool negate) { return negate ? fp_neg(a) : a; }
+
+// Fused multiply-add pairs on an aligned pair of limbs (lo, hi) += a·b, in the carry chain.
+// On the device each pair is one asm statement, which ptxas turns into one IMAD.WIDE.U32(.X);
+// on the host, the emulated instructions of `fr.cuh` in the same order.
+#if defined(__CUDA_ARCH__)
+// (lo, hi) += a·b, starting a carry chain (no carry in), carry out.
+FR_D void fp_mad_pair_cc(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b) {
+    asm volatile("mad.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;"
+                 : "+r"(lo), "+r"(hi) : "r"(a), "r"(b));
+}
+// (lo, hi) += a·b + carry in, carry out.
+FR_D void fp_madc_pair_cc(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b) {
+    asm volatile("madc.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;"
+                 : "+r"(lo), "+r"(hi) : "r"(a), "r"(b));
+}
+// (lo, hi) += a·b + carry in, ending the chain (no carry out).
+FR_D void fp_madc_pair(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b) {
+    asm volatile("madc.lo.cc.u32 %0, %2, %3, %0; madc.hi.u32 %1, %2, %3, %1;"
+                 : "+r"(lo), "+r"(hi) : "r"(a), "r"(b));
+}
+// (lo, hi) = a·b + (c_lo, c_hi) + carry in, carry out.
+FR_D void fp_madc_pair_to_cc(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b, uint32_t c_lo, uint32_t c_hi) {
+    asm volatile("madc.lo.cc.u32 %0, %2, %3, %4; madc.hi.cc.u32 %1, %2, %3, %5;"
+                 : "=r"(lo), "=r"(hi) : "r"(a), "r"(b), "r"(c_lo), "r"(c_hi));
+}
+#else
+inline void fp_mad_pair_cc(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b) {
+    lo = mad_lo_cc(a, b, lo);
+    hi = madc_hi_cc(a, b, hi);
+}
+inline void fp_madc_pair_cc(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b) {
+    lo = madc_lo_cc(a, b, lo);
+    hi = madc_hi_cc(a, b, hi);
+}
+inline void fp_madc_pair(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b) {
+    lo = madc_lo_cc(a, b, lo);
+    hi = madc_hi(a, b, hi);
+}
+inline void fp_madc_pair_to_cc(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b, uint32_t c_lo, uint32_t c_hi) {
+    lo = madc_lo_cc(a, b, c_lo);
+    hi = madc_hi_cc(a, b, c_hi);
+}
+#endif
+
+namespace fp_detail {
+
+// First row: e = a_even·b0, o = a_odd·b0 (aligned lo/hi pairs; o[k] weighs 2^(32(k+1))).
+FR_HD void row_first(uint32_t e[12], uint32_t o[12], const fp_t& a, uint32_t b) {
+#pragma unroll
+    for (int q = 0; q < 6; q++) {
+        uint64_t t = (uint64_t)a.l[2 * q] * b;
+        e[2 * q] = (uint32_t)t;
+        e[2 * q + 1] = (uint32_t)(t >> 32);
+        t = (uint64_t)a.l[2 * q + 1] * b;
+        o[2 * q] = (uint32_t)t;
+        o[2 * q + 1] = (uint32_t)(t >> 32);
+    }
+}
+
+// Adds m·p with m = e[0]·(−p⁻¹), which clears e[0] (modulo 2^32). The even chain's carry
+// (weight 2^384) goes into o[11]; the odd chain cannot carry out (see the bounds above).
+FR_HD void reduce(uint32_t e[12], uint32_t o[12]) {
+    uint32_t m = mul_lo(e[0], FP_M0);
+    // Odd limbs of p into o.
+    fp_mad_pair_cc(o[0], o[1], m, fp_modulus(1));
+#pragma unroll
+    for (int q = 1; q < 5; q++) fp_madc_pair_cc(o[2 * q], o[2 * q + 1], m, fp_modulus(2 * q + 1));
+    fp_madc_pair(o[10], o[11], m, fp_modulus(11));
+    // Even limbs of p into e.
+    fp_mad_pair_cc(e[0], e[1], m, fp_modulus(0));
+#pragma unroll
+    for (int q = 1; q < 6; q++) fp_madc_pair_cc(e[2 * q], e[2 * q + 1], m, fp_modulus(2 * q));
+    o[11] = addc(o[11], 0);
+}
+
+// Divides T = e + 2^32·o by 2^32 (e[0] is zero) and adds a·b. On return the roles swap: the new
+// even array is `o` and the new odd array is `e` (the old e shifted down by two limbs).
+FR_HD void row_next(uint32_t e[12], uint32_t o[12], const fp_t& a, uint32_t b) {
+    // e[1] now weighs 2^0: add it into the new even array's first limb; its carry weighs 2^32,
+    // the first limb of the new odd array, and enters that chain below.
+    o[0] = add_cc(o[0], e[1]);
+    // New odd array: old e[k+2] plus the odd products.
+#pragma unroll
+    for (int q = 0; q < 5; q++) {
+        fp_madc_pair_to_cc(e[2 * q], e[2 * q + 1], a.l[2 * q + 1], b, e[2 * q + 2], e[2 * q + 3]);
+    }
+    e[10] = 0;
+    e[11] = 0;
+    fp_madc_pair(e[10], e[11], a.l[11], b);
+    // New even array: old o plus the even products; its carry weighs 2^384, like e[11]'s limb.
+    fp_mad_pair_cc(o[0], o[1], a.l[0], b);
+#pragma unroll
+    for (int q = 1; q < 6; q++) fp_madc_pair_cc(o[2 * q], o[2 * q + 1], a.l[2 * q], b);
+    e[11] = addc(e[11], 0);
+}
+
+// Final division by 2^32 and conditional subtraction: returns (e[1..12] + o) mod p.
+FR_HD fp_t finish(const uint32_t e[12], const uint32_t o[12]) {
+    fp_t s;
+    s.l[0] = add_cc(o[0], e[1]);
+#pragma unroll
+    for (int i = 1; i < 11; i++) s.l[i] = addc_cc(o[i], e[i + 1]);
+    s.l[11] = addc(o[11], 0);
+    return fp_reduce_once(s);
+}
+
+}  // namespace fp_detail
+
+// a·b·R⁻¹ mod p (Montgomery product), for a, b < p; the result is canonical.
+FR_HD fp_t fp_mul(const fp_t& a, const fp_t& b) {
+    uint32_t x[12], y[12];
+    fp_detail::row_first(x, y, a, b.l[0]);
+    fp_detail::reduce(x, y);
+#pragma unroll
+    for (int i = 1; i < 12; i += 2) {
+        fp_detail::row_next(x, y, a, b.l[i]);  // the even array is now y
+        fp_detail::reduce(y, x);
+        if (i + 1 < 12) {
+            fp_detail::row_next(y, x, a, b.l[i + 1]);  // the even array is x again
+            fp_detail::reduce(x, y);
+        }
+    }
+    // Twelve rows: the last (i = 11) left the even array in y.
+    return fp_detail::finish(y, x);
+}
+
+FR_HD fp_t fp_sqr(const fp_t& a) { return fp_mul(a, a); }

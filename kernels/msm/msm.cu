@@ -1,0 +1,479 @@
+// Pippenger multi-scalar multiplication over BLS12-381 G1 and G2, and batch addition.
+// Rust launch wrappers: crates/msm/src/gpu/pippenger.rs and batch.rs (one per kernel, same name).
+//
+// An MSM of m points per chunk, windows of c bits (W = ceil(255/c) windows, K = 2^(c-1) buckets
+// per window, G = W·K buckets in all) runs as:
+//
+// 1. msm_digits: one thread per point. The scalar is reduced mod r, taken out of Montgomery form
+//    if asked, and negated (s -> r - s, the point's sign flipped) when above (r-1)/2, so it has
+//    at most 254 bits; then it is cut into W signed digits d in (-K, K]. Each non-zero digit
+//    becomes a key w·K + |d| - 1 (the bucket) with the sign in bit 31, written to keys[w·m + i],
+//    and counted in counts[key] (one atomic add per digit).
+// 2. msm_scan_tiles / msm_scan_add: exclusive prefix sum of counts (G + 1 entries, so that
+//    counts[G] ends up as the number of entries N), in tiles of 2048.
+// 3. msm_scatter: one thread per (window, point): a counting sort. Each entry takes the next free
+//    slot of its bucket (atomic add on a copy of the offsets) and writes there one 64-bit word:
+//    the key above, the point reference (index, sign in bit 31) below. Within a bucket the order
+//    is arbitrary, which cannot change the result: the additions are exact.
+// 4. msm_accumulate_<g>: thread t takes the sorted entries [t·L, t·L + L) and sums each run of
+//    equal keys with mixed additions into an XYZZ accumulator. A run that lies inside the segment
+//    is complete: it is added into its bucket, with no other thread touching that bucket. The
+//    first run, when it began in the previous segment, and the last, when it continues into the
+//    next, are written out as keyed partial sums (slots 2t and 2t + 1), so every thread does the
+//    same L additions whatever the distribution of the scalars. The complete runs are added into
+//    their buckets after the loop, all threads of a warp together (MSM_FLUSH_SLOTS of them per
+//    thread): added where each run ends, each such full addition made the warp wait while one
+//    thread did it, which doubled the kernel's time once the buckets hold earlier chunks' sums.
+// 5. msm_merge_<g>: the partial sums form a sorted keyed list again; the same segmented sum
+//    (full XYZZ additions) runs over it, level after level, until one thread holds the whole
+//    list. An unused slot carries its neighbour's key with the EMPTY flag, so the list stays
+//    sorted and its point is never read.
+// 6. msm_reduce_<g>: per window, Σ_k k·B_k over the buckets, by running sums over segments of S
+//    buckets in parallel and the same reduction again over the segments' sums (see the kernel).
+//    The last few sums per window and the combination of the windows are done on the host.
+//
+// Memory traffic per chunk: scalars 32·m bytes; digit keys (4·m·W bytes) and sorted entries
+// (8·m·W bytes) written and read; points gathered m·W times (96 or 192 bytes each, the dominant read); buckets
+// read and written once per run. The arithmetic dominates: m·W mixed additions of 10 (G1) or 28
+// (G2, in Fp multiplications) field multiplications.
+#include "curve/xyzz.cuh"
+
+#define MSM_SIGN 0x80000000u    // in a key from msm_digits and in a point reference: negate
+#define MSM_EMPTY 0x80000000u   // in a partial-sum key: the slot holds no point
+#define MSM_KEY_MASK 0x7fffffffu
+#define MSM_INVALID 0x7fffffffu // a key above every bucket: past the end of a list
+#define MSM_NO_DIGIT 0xffffffffu
+#define MSM_SCAN_TILE 2048u
+#define MSM_FLUSH_SLOTS 8      // complete runs a thread holds before adding them into buckets
+
+// (r - 1)/2, little-endian 32-bit limbs: scalars above it are negated.
+FR_HD constexpr uint32_t msm_half_r(int i) {
+    return i == 0 ? 0x80000000u : i == 1 ? 0x7fffffffu : i == 2 ? 0x7fff2dffu
+         : i == 3 ? 0xa9ded201u : i == 4 ? 0x04d0ec02u : i == 5 ? 0x199cec04u
+         : i == 6 ? 0x94cebea4u : 0x39f6d3a9u;
+}
+
+// s mod r for any 256-bit s (2^256 < 3r: at most two subtractions).
+FR_HD fr_t msm_reduce_scalar(fr_t s) {
+#pragma unroll 1
+    for (int round = 0; round < 2; round++) {
+        fr_t t;
+        t.l[0] = sub_cc(s.l[0], fr_modulus(0));
+#pragma unroll
+        for (int i = 1; i < 8; i++) t.l[i] = subc_cc(s.l[i], fr_modulus(i));
+        uint32_t borrow = subc(0, 0);
+        if (!borrow) s = t;
+    }
+    return s;
+}
+
+// Whether s > (r - 1)/2.
+FR_HD bool msm_above_half(const fr_t& s) {
+    uint32_t t;
+    t = sub_cc(msm_half_r(0), s.l[0]);
+#pragma unroll
+    for (int i = 1; i < 8; i++) t = subc_cc(msm_half_r(i), s.l[i]);
+    (void)t;
+    return subc(0, 0) != 0;
+}
+
+// Bits [offset, offset + bits) of s, bits <= 31; zero past bit 255.
+FR_HD uint32_t msm_bits(const fr_t& s, uint32_t offset, uint32_t bits) {
+    uint32_t word = offset / 32, shift = offset % 32;
+    if (word >= 8) return 0;
+    uint64_t v = s.l[word];
+    if (word + 1 < 8) v |= (uint64_t)s.l[word + 1] << 32;
+    return (uint32_t)(v >> shift) & ((1u << bits) - 1);
+}
+
+// keys[w·m + i] for the W digits of scalar i; counts[key] += 1 for each non-zero digit.
+// One thread per point; reads 32 bytes, writes 4·W.
+extern "C" __global__ void msm_digits(uint32_t* keys, uint32_t* counts, const fr_t* scalars,
+                                      uint64_t scalar_offset, uint32_t m, uint32_t window_bits,
+                                      uint32_t n_windows, uint32_t montgomery) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= m) return;
+    fr_t s = msm_reduce_scalar(scalars[scalar_offset + i]);
+    if (montgomery) s = fr_from_mont(s);
+    bool negate = msm_above_half(s);
+    if (negate) s = fr_neg(s);
+    uint32_t half = 1u << (window_bits - 1);
+    uint32_t carry = 0;
+    for (uint32_t w = 0; w < n_windows; w++) {
+        uint32_t v = msm_bits(s, w * window_bits, window_bits) + carry;
+        uint32_t magnitude, sign;
+        if (v > half) {
+            magnitude = (1u << window_bits) - v;  // digit v - 2^c < 0; zero when v = 2^c
+            sign = 1;
+            carry = 1;
+        } else {
+            magnitude = v;
+            sign = 0;
+            carry = 0;
+        }
+        uint32_t out = MSM_NO_DIGIT;
+        if (magnitude != 0) {
+            uint32_t key = w * half + magnitude - 1;
+            out = key | ((sign ^ (negate ? 1u : 0u)) << 31);
+            atomicAdd(&counts[key], 1u);
+        }
+        keys[(uint64_t)w * m + i] = out;
+    }
+}
+
+// Exclusive prefix sum of each tile of 2048 entries of data, in place; tile_sums[tile] = the
+// tile's total. 256 threads of 8 entries each.
+extern "C" __global__ void __launch_bounds__(256) msm_scan_tiles(uint32_t* data, uint32_t* tile_sums,
+                                                                 uint32_t n) {
+    __shared__ uint32_t sums[256];
+    uint32_t tid = threadIdx.x;
+    uint32_t base = blockIdx.x * MSM_SCAN_TILE + tid * 8;
+    uint32_t v[8];
+    uint32_t local = 0;
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        uint32_t idx = base + k;
+        v[k] = idx < n ? data[idx] : 0;
+        local += v[k];
+    }
+    sums[tid] = local;
+    __syncthreads();
+    for (uint32_t offset = 1; offset < 256; offset <<= 1) {
+        uint32_t add = tid >= offset ? sums[tid - offset] : 0;
+        __syncthreads();
+        sums[tid] += add;
+        __syncthreads();
+    }
+    uint32_t prefix = tid > 0 ? sums[tid - 1] : 0;
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        uint32_t idx = base + k;
+        if (idx < n) data[idx] = prefix;
+        prefix += v[k];
+    }
+    if (tid == 255) tile_sums[blockIdx.x] = sums[255];
+}
+
+// data[i] += tile_offsets[i / 2048]: the second half of a multi-tile scan.
+extern "C" __global__ void msm_scan_add(uint32_t* data, const uint32_t* tile_offsets, uint32_t n) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) data[i] += tile_offsets[i / MSM_SCAN_TILE];
+}
+
+// Counting-sort scatter: one thread per keys[j], j < n_entries = m·W; writes
+// sorted[pos] = key << 32 | point reference.
+extern "C" __global__ void msm_scatter(uint64_t* sorted, uint32_t* cursor, const uint32_t* keys, uint32_t m,
+                                       uint32_t n_entries) {
+    uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n_entries) return;
+    uint32_t v = keys[j];
+    if (v == MSM_NO_DIGIT) return;
+    uint32_t key = v & MSM_KEY_MASK;
+    uint32_t pos = atomicAdd(&cursor[key], 1u);
+    sorted[pos] = ((uint64_t)key << 32) | ((j % m) | (v & MSM_SIGN));
+}
+
+// buckets[key] += acc (skipped for infinity).
+template <class F>
+__device__ __forceinline__ void msm_bucket_add(xyzz_t<F>* buckets, uint32_t key, const xyzz_t<F>& acc) {
+    if (acc.is_inf()) return;
+    xyzz_t<F> b = buckets[key];
+    xyzz_add(b, acc);
+    buckets[key] = b;
+}
+
+// Complete runs waiting to be added into their buckets: held per thread (local memory) and added
+// after the thread's loop, so that the threads of a warp make these full additions together.
+template <class F>
+struct msm_pending_runs {
+    xyzz_t<F> points[MSM_FLUSH_SLOTS];
+    uint32_t keys[MSM_FLUSH_SLOTS];
+    uint32_t count;
+
+    __device__ __forceinline__ void push(xyzz_t<F>* buckets, uint32_t key, const xyzz_t<F>& acc) {
+        if (acc.is_inf()) return;
+        if (count < MSM_FLUSH_SLOTS) {
+            points[count] = acc;
+            keys[count] = key;
+            count++;
+        } else {
+            msm_bucket_add(buckets, key, acc);  // more runs than slots: add now
+        }
+    }
+
+    __device__ __forceinline__ void flush(xyzz_t<F>* buckets) {
+        for (uint32_t i = 0; i < MSM_FLUSH_SLOTS; i++) {
+            if (i < count) msm_bucket_add(buckets, keys[i], points[i]);
+        }
+    }
+};
+
+// Level 0 of the segmented bucket sums (see the header). Thread t of n_threads sums sorted
+// entries [t·seg_len, t·seg_len + seg_len) of the n = counts[n_entries_at] valid ones.
+template <class F>
+__device__ __forceinline__ void msm_accumulate(xyzz_t<F>* buckets, uint32_t* part_keys, xyzz_t<F>* part_points,
+                                               const uint64_t* sorted, const uint32_t* counts,
+                                               uint32_t n_entries_at, const affine_t<F>* bases,
+                                               uint64_t base_offset, uint32_t seg_len, uint32_t n_threads) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_threads) return;
+    uint32_t n = counts[n_entries_at];
+    uint64_t begin64 = (uint64_t)t * seg_len;
+    if (begin64 >= n) {
+        part_keys[2 * t] = MSM_INVALID | MSM_EMPTY;
+        part_keys[2 * t + 1] = MSM_INVALID | MSM_EMPTY;
+        return;
+    }
+    uint32_t begin = (uint32_t)begin64;
+    uint32_t end = n - begin < seg_len ? n : begin + seg_len;
+    uint32_t first_key = (uint32_t)(sorted[begin] >> 32);
+    uint32_t last_key = (uint32_t)(sorted[end - 1] >> 32);
+    bool start_shared = begin > 0 && (uint32_t)(sorted[begin - 1] >> 32) == first_key;
+    bool end_shared = end < n && (uint32_t)(sorted[end] >> 32) == last_key;
+    uint32_t head_key = first_key | MSM_EMPTY;
+    uint32_t tail_key = last_key | MSM_EMPTY;
+
+    msm_pending_runs<F> pending;
+    pending.count = 0;
+    xyzz_t<F> acc = xyzz_t<F>::inf();
+    uint32_t cur = first_key;
+    bool first = true;
+    for (uint32_t j = begin; j < end; j++) {
+        uint64_t entry = sorted[j];
+        uint32_t k = (uint32_t)(entry >> 32);
+        uint32_t ref = (uint32_t)entry;
+        if (k != cur) {
+            if (first && start_shared) {
+                part_points[2 * t] = acc;
+                head_key = cur;
+            } else {
+                pending.push(buckets, cur, acc);
+            }
+            acc = xyzz_t<F>::inf();
+            cur = k;
+            first = false;
+        }
+        affine_t<F> p = bases[base_offset + (ref & MSM_KEY_MASK)];
+        p.y = f_cneg(p.y, (ref & MSM_SIGN) != 0);
+        xyzz_add_affine(acc, p);
+    }
+    if (first && start_shared) {
+        part_points[2 * t] = acc;
+        head_key = cur;
+    } else if (end_shared) {
+        part_points[2 * t + 1] = acc;
+        tail_key = cur;
+    } else {
+        pending.push(buckets, cur, acc);
+    }
+    part_keys[2 * t] = head_key;
+    part_keys[2 * t + 1] = tail_key;
+    pending.flush(buckets);
+}
+
+// Levels 1 and up: the same segmented sum over n keyed XYZZ partial sums (in_keys may carry
+// MSM_EMPTY, and MSM_INVALID past the end of the data), writing partials for the next level.
+template <class F>
+__device__ __forceinline__ void msm_merge(xyzz_t<F>* buckets, uint32_t* out_keys, xyzz_t<F>* out_points,
+                                          const uint32_t* in_keys, const xyzz_t<F>* in_points, uint32_t n,
+                                          uint32_t seg_len, uint32_t n_threads) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_threads) return;
+    uint64_t begin64 = (uint64_t)t * seg_len;
+    if (begin64 >= n) {
+        out_keys[2 * t] = MSM_INVALID | MSM_EMPTY;
+        out_keys[2 * t + 1] = MSM_INVALID | MSM_EMPTY;
+        return;
+    }
+    uint32_t begin = (uint32_t)begin64;
+    uint32_t end = n - begin < seg_len ? n : begin + seg_len;
+    uint32_t first_key = in_keys[begin] & MSM_KEY_MASK;
+    uint32_t last_key = in_keys[end - 1] & MSM_KEY_MASK;
+    bool start_shared = begin > 0 && (in_keys[begin - 1] & MSM_KEY_MASK) == first_key;
+    bool end_shared = end < n && (in_keys[end] & MSM_KEY_MASK) == last_key;
+    uint32_t head_key = first_key | MSM_EMPTY;
+    uint32_t tail_key = last_key | MSM_EMPTY;
+
+    msm_pending_runs<F> pending;
+    pending.count = 0;
+    xyzz_t<F> acc = xyzz_t<F>::inf();
+    uint32_t cur = first_key;
+    bool first = true;
+    for (uint32_t j = begin; j < end; j++) {
+        uint32_t raw = in_keys[j];
+        uint32_t k = raw & MSM_KEY_MASK;
+        if (k != cur) {
+            if (first && start_shared) {
+                out_points[2 * t] = acc;
+                head_key = cur;
+            } else if (cur != MSM_INVALID) {
+                pending.push(buckets, cur, acc);
+            }
+            acc = xyzz_t<F>::inf();
+            cur = k;
+            first = false;
+        }
+        if (!(raw & MSM_EMPTY) && k != MSM_INVALID) xyzz_add(acc, in_points[j]);
+    }
+    if (cur == MSM_INVALID) {
+        // Runs past the end of the data carry nothing.
+    } else if (first && start_shared) {
+        out_points[2 * t] = acc;
+        head_key = cur;
+    } else if (end_shared) {
+        out_points[2 * t + 1] = acc;
+        tail_key = cur;
+    } else {
+        pending.push(buckets, cur, acc);
+    }
+    out_keys[2 * t] = head_key;
+    out_keys[2 * t + 1] = tail_key;
+    pending.flush(buckets);
+}
+
+// One level of the bucket reduction, for all windows at once: thread t of n_segments reads
+// in_r[t·seg .. t·seg + seg) (segment s = t mod S of window t / S, windows contiguous) and writes
+//   R = Σ_j in_r[j],   T = Σ_j j·in_r[j]  (j = 0..seg-1, by running sums from the top),
+//   first level: C = T + R  (bucket j holds digit j + 1);
+//   later levels: C = Σ_j in_c[j] + 2^scale_log2 · T.
+// With these, a window's Σ_k k·B_k = Σ_s C_s + 2^(scale_log2 + log2 seg)·Σ_s s·R_s, which the
+// next level (or the host) reduces the same way. Cost per thread: 2·seg (3·seg) additions.
+template <class F>
+__device__ __forceinline__ void msm_reduce(xyzz_t<F>* out_c, xyzz_t<F>* out_r, const xyzz_t<F>* in_c,
+                                           const xyzz_t<F>* in_r, uint32_t n_segments, uint32_t seg,
+                                           uint32_t scale_log2, uint32_t first_level) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_segments) return;
+    uint64_t base = (uint64_t)t * seg;
+    xyzz_t<F> running = xyzz_t<F>::inf();
+    xyzz_t<F> weighted = xyzz_t<F>::inf();
+    for (uint32_t j = seg - 1; j >= 1; j--) {
+        xyzz_add(running, in_r[base + j]);
+        xyzz_add(weighted, running);
+    }
+    xyzz_add(running, in_r[base]);
+    xyzz_t<F> c;
+    if (first_level) {
+        c = weighted;
+        xyzz_add(c, running);
+    } else {
+        c = xyzz_t<F>::inf();
+        for (uint32_t j = 0; j < seg; j++) xyzz_add(c, in_c[base + j]);
+        for (uint32_t k = 0; k < scale_log2; k++) weighted = xyzz_dbl(weighted);
+        xyzz_add(c, weighted);
+    }
+    out_c[t] = c;
+    out_r[t] = running;
+}
+
+FR_HD uint32_t msm_ctz64(uint64_t x) {
+#if defined(__CUDA_ARCH__)
+    return __ffsll((long long)x) - 1;
+#else
+    return (uint32_t)__builtin_ctzll(x);
+#endif
+}
+
+// Batch addition, selection by bitmap: thread t sums the bases of the set bits of words
+// [t·words_per_thread, ...) (bits at or past n_bits ignored) into out[t].
+template <class F>
+__device__ __forceinline__ void msm_batch_bitmap(xyzz_t<F>* out, const affine_t<F>* bases, const uint64_t* words,
+                                                 uint64_t n_bits, uint32_t words_per_thread, uint32_t n_threads) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_threads) return;
+    uint64_t n_words = (n_bits + 63) / 64;
+    uint64_t w0 = (uint64_t)t * words_per_thread;
+    uint64_t w1 = w0 + words_per_thread < n_words ? w0 + words_per_thread : n_words;
+    xyzz_t<F> acc = xyzz_t<F>::inf();
+    for (uint64_t wi = w0; wi < w1; wi++) {
+        uint64_t word = words[wi];
+        uint64_t first_bit = wi * 64;
+        if (first_bit + 64 > n_bits) word &= (1ull << (n_bits - first_bit)) - 1;
+        while (word) {
+            uint32_t bit = msm_ctz64(word);
+            word &= word - 1;
+            xyzz_add_affine(acc, bases[first_bit + bit]);
+        }
+    }
+    out[t] = acc;
+}
+
+// Batch addition, selection by index list: thread t sums bases[indices[j]] for its j.
+template <class F>
+__device__ __forceinline__ void msm_batch_indices(xyzz_t<F>* out, const affine_t<F>* bases, const uint32_t* indices,
+                                                  uint32_t n_indices, uint32_t per_thread, uint32_t n_threads) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_threads) return;
+    uint64_t j0 = (uint64_t)t * per_thread;
+    uint64_t j1 = j0 + per_thread < n_indices ? j0 + per_thread : n_indices;
+    xyzz_t<F> acc = xyzz_t<F>::inf();
+    for (uint64_t j = j0; j < j1; j++) xyzz_add_affine(acc, bases[indices[j]]);
+    out[t] = acc;
+}
+
+// Batch addition of every base: thread t sums bases [t·per_thread, ...).
+template <class F>
+__device__ __forceinline__ void msm_batch_range(xyzz_t<F>* out, const affine_t<F>* bases, uint64_t n,
+                                                uint32_t per_thread, uint32_t n_threads) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_threads) return;
+    uint64_t j0 = (uint64_t)t * per_thread;
+    uint64_t j1 = j0 + per_thread < n ? j0 + per_thread : n;
+    xyzz_t<F> acc = xyzz_t<F>::inf();
+    for (uint64_t j = j0; j < j1; j++) xyzz_add_affine(acc, bases[j]);
+    out[t] = acc;
+}
+
+// out[t] = Σ in[t·per_thread .. t·per_thread + per_thread) (XYZZ sums of partial sums).
+template <class F>
+__device__ __forceinline__ void msm_sum(xyzz_t<F>* out, const xyzz_t<F>* in, uint32_t n, uint32_t per_thread,
+                                        uint32_t n_threads) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_threads) return;
+    uint64_t j0 = (uint64_t)t * per_thread;
+    uint64_t j1 = j0 + per_thread < n ? j0 + per_thread : n;
+    xyzz_t<F> acc = xyzz_t<F>::inf();
+    for (uint64_t j = j0; j < j1; j++) xyzz_add(acc, in[j]);
+    out[t] = acc;
+}
+
+// The extern "C" entry points, one set per group.
+#define MSM_GROUP_KERNELS(G, F)                                                                           \
+    extern "C" __global__ void msm_accumulate_##G(                                                        \
+        xyzz_t<F>* buckets, uint32_t* part_keys, xyzz_t<F>* part_points, const uint64_t* sorted,           \
+        const uint32_t* counts, uint32_t n_entries_at, const affine_t<F>* bases, uint64_t base_offset,    \
+        uint32_t seg_len, uint32_t n_threads) {                                                           \
+        msm_accumulate<F>(buckets, part_keys, part_points, sorted, counts, n_entries_at, bases,           \
+                          base_offset, seg_len, n_threads);                                               \
+    }                                                                                                     \
+    extern "C" __global__ void msm_merge_##G(xyzz_t<F>* buckets, uint32_t* out_keys, xyzz_t<F>* out_points, \
+                                             const uint32_t* in_keys, const xyzz_t<F>* in_points,          \
+                                             uint32_t n, uint32_t seg_len, uint32_t n_threads) {           \
+        msm_merge<F>(buckets, out_keys, out_points, in_keys, in_points, n, seg_len, n_threads);            \
+    }                                                                                                     \
+    extern "C" __global__ void msm_reduce_##G(xyzz_t<F>* out_c, xyzz_t<F>* out_r, const xyzz_t<F>* in_c,  \
+                                              const xyzz_t<F>* in_r, uint32_t n_segments, uint32_t seg,    \
+                                              uint32_t scale_log2, uint32_t first_level) {                 \
+        msm_reduce<F>(out_c, out_r, in_c, in_r, n_segments, seg, scale_log2, first_level);                 \
+    }                                                                                                     \
+    extern "C" __global__ void msm_batch_bitmap_##G(xyzz_t<F>* out, const affine_t<F>* bases,             \
+                                                    const uint64_t* words, uint64_t n_bits,               \
+                                                    uint32_t words_per_thread, uint32_t n_threads) {       \
+        msm_batch_bitmap<F>(out, bases, words, n_bits, words_per_thread, n_threads);                      \
+    }                                                                                                     \
+    extern "C" __global__ void msm_batch_indices_##G(xyzz_t<F>* out, const affine_t<F>* bases,            \
+                                                     const uint32_t* indices, uint32_t n_indices,         \
+                                                     uint32_t per_thread, uint32_t n_threads) {            \
+        msm_batch_indices<F>(out, bases, indices, n_indices, per_thread, n_threads);                      \
+    }                                                                                                     \
+    extern "C" __global__ void msm_batch_range_##G(xyzz_t<F>* out, const affine_t<F>* bases, uint64_t n,  \
+                                                   uint32_t per_thread, uint32_t n_threads) {              \
+        msm_batch_range<F>(out, bases, n, per_thread, n_threads);                                         \
+    }                                                                                                     \
+    extern "C" __global__ void msm_sum_##G(xyzz_t<F>* out, const xyzz_t<F>* in, uint32_t n,               \
+                                           uint32_t per_thread, uint32_t n_threads) {                      \
+        msm_sum<F>(out, in, n, per_thread, n_threads);                                                    \
+    }
+
+MSM_GROUP_KERNELS(g1, fp_t)
+MSM_GROUP_KERNELS(g2, fp2_t)

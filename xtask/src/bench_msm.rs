@@ -1,0 +1,124 @@
+//! `cargo xtask bench msm [bench_msm arguments]`: the GPU MSM benchmark, into docs/benchmarks.md.
+//!
+//! On a machine with a GPU, builds and runs `crates/msm/examples/bench_msm.rs` (release, `cuda`
+//! feature; arguments `--min 20 --max 26 --g2-max 24 --reps 5 --check-max 22 --no-streamed`),
+//! which writes `target/bench-msm.json`, and renders that into the `bench-msm` section of
+//! docs/benchmarks.md. The GPU machine has no Rust toolchain: there, run the example binary built
+//! here (`target/cuda/release/examples/bench_msm --out $OUT/bench-msm.json`, carried over), then
+//! `cargo xtask bench msm --from bench-msm.json` here writes the section from its output.
+
+use std::path::Path;
+
+use anyhow::{bail, Context};
+use serde_json::Value;
+use xshell::{cmd, Shell};
+
+use crate::bench_cpu::write_section;
+use crate::ci::CUDA_TARGET_DIR;
+use crate::{flag, kernels, project_root};
+
+/// sppark on the same H200, bases and scalars on the device (docs/targets.md): (group, log n, ms).
+const SPPARK_H200: &[(&str, u64, f64)] = &[
+    ("G1", 20, 21.0),
+    ("G1", 22, 53.0),
+    ("G1", 24, 155.0),
+    ("G1", 26, 557.0),
+    ("G2", 20, 48.0),
+    ("G2", 22, 138.0),
+];
+
+pub fn run(sh: &Shell, args: &[String]) -> anyhow::Result<()> {
+    if let Some(path) = flag(args, "--from") {
+        return write_docs(Path::new(path));
+    }
+    let nvcc = kernels::ensure_nvcc(sh, true)?;
+    let _nvcc = sh.push_env("NVCC", &nvcc);
+    let _target = sh.push_env("CARGO_TARGET_DIR", CUDA_TARGET_DIR);
+    let out = project_root().join("target").join("bench-msm.json");
+    cmd!(
+        sh,
+        "cargo run --release --locked -p cuzk-msm --features cuda --example bench_msm -- {args...} --out {out}"
+    )
+    .run()
+    .context("bench_msm (it needs a GPU; without one, run the example on the GPU machine and use --from)")?;
+    write_docs(&out)
+}
+
+fn num(v: &Value, key: &str) -> anyhow::Result<f64> {
+    v[key]
+        .as_f64()
+        .with_context(|| format!("`{key}` missing in the benchmark's JSON"))
+}
+
+/// Renders the benchmark's JSON into the `bench-msm` section.
+fn write_docs(path: &Path) -> anyhow::Result<()> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let v: Value = serde_json::from_str(&text).context("parsing the benchmark's JSON")?;
+    let device = v["device"].as_str().unwrap_or("unknown device");
+    let rate = num(&v, "fp_mul_per_s")?;
+    let Some(rows) = v["rows"].as_array() else {
+        bail!("no rows in {}", path.display())
+    };
+    let mut table = String::new();
+    let mut stages = String::new();
+    for r in rows {
+        let group = r["group"].as_str().unwrap_or("?");
+        let log_n = r["log_n"].as_u64().unwrap_or(0);
+        let resident = num(r, "resident_ms")?;
+        let floor = num(r, "floor_ms")?;
+        let streamed = r["streamed_ms"]
+            .as_f64()
+            .map_or("-".to_string(), |s| format!("{s:.1}"));
+        let sppark = SPPARK_H200
+            .iter()
+            .find(|(g, l, _)| *g == group && *l == log_n)
+            .map_or("-".to_string(), |(_, _, ms)| {
+                format!("{ms:.0} ({:.2}×)", ms / resident)
+            });
+        table.push_str(&format!(
+            "| {group} | 2^{log_n} | {} | {resident:.1} | {streamed} | {floor:.1} | {:.2} | {sppark} | {} | {:.0} |\n",
+            r["window_bits"],
+            resident / floor,
+            if r["checked"].as_bool() == Some(true) { "yes" } else { "-" },
+            num(r, "device_mib")?,
+        ));
+        let parts: Vec<String> = r["stages"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|s| {
+                        format!(
+                            "{} {:.2}",
+                            s["stage"].as_str().unwrap_or("?"),
+                            s["ms"].as_f64().unwrap_or(0.0)
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        stages.push_str(&format!("| {group} | 2^{log_n} | {} |\n", parts.join(", ")));
+    }
+    let body = format!(
+        "Command: `cargo xtask bench msm` (on the GPU machine: the `bench_msm` example built here, \
+         then `cargo xtask bench msm --from bench-msm.json`). Device: {device}. Random bases and \
+         scalars (Montgomery form); each size checked against blst's CPU MSM where marked. Times \
+         are CUDA-event medians after a warm-up, from the first kernel to the result on the host \
+         (the host's share of the reduction included). *Resident*: bases and scalars in device \
+         memory. *Streamed*: both in (pageable) host memory, copied in chunks of 2^22 points on \
+         a second stream while the previous chunk computes. *Floor*: the plan's bucket additions \
+         (one mixed addition per point and window, two full additions per bucket) times their Fp \
+         multiplications (G1: 10 and 14, G2: 28 and 40), at the Fp multiplication rate of the \
+         throughput probe `msm_bench_fp_mul` in the same run, **{:.1} G/s**.\n\n\
+         | group | n | window (bits) | resident (ms) | streamed (ms) | floor (ms) | resident / floor | sppark, same H200 (ms, our speed-up) | checked | device memory (MiB) |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n{table}\n\
+         Stages of one resident run (CUDA events between stages, summed over chunks, ms): \
+         `digits` signed digits and bucket counts, `scan` prefix sum, `scatter` counting sort, \
+         `accumulate` the bucket sums' first level (the mixed additions), `merge` the later \
+         levels, `reduce` the bucket reduction on the device, `host` the rest on the host.\n\n\
+         | group | n | stages |\n|---|---|---|\n{stages}",
+        rate / 1e9
+    );
+    println!("{body}");
+    write_section("bench-msm", &body)
+}
