@@ -2,7 +2,9 @@
 
 use bellpepper_core::Circuit;
 use cuzk_field::Scalar;
-use cuzk_groth16::{synthesize, ParameterSource, Parameters, Proof, ProvingAssignment};
+use cuzk_groth16::{
+    synthesize_with_capacity, Capacity, ParameterSource, Parameters, Proof, ProvingAssignment,
+};
 use cuzk_pipeline::{Backend, CpuBackend, PartitionTiming, Prover, ProverConfig};
 use ff::Field;
 use rand_core::RngCore;
@@ -68,9 +70,11 @@ pub fn create_proof_batch_with<B: Backend, C: Circuit<Scalar> + Send>(
     s: &[Scalar],
     job: u64,
 ) -> Result<Vec<(Proof, PartitionTiming)>, ProveError> {
+    // The parameters say how large each assignment will be: allocate it once, at that size.
+    let capacity = Capacity::of(params);
     let assignments: Vec<ProvingAssignment> = circuits
         .into_par_iter()
-        .map(synthesize)
+        .map(|c| synthesize_with_capacity(c, capacity))
         .collect::<Result<_, _>>()?;
     prover.prove_batch(params, assignments, r, s, job)
 }

@@ -29,6 +29,6 @@ pub use proof::Proof;
 pub use setup::{
     generate_parameters, generate_parameters_with, generate_random_parameters, ToxicWaste,
 };
-pub use synthesis::{synthesize, ProvingAssignment};
+pub use synthesis::{synthesize, synthesize_with_capacity, Capacity, ProvingAssignment};
 pub use verify::{prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey};
 pub use vk::VerifyingKey;

@@ -98,7 +98,47 @@ impl ProvingAssignment {
 /// Synthesises `circuit`: allocates the constant one, runs the circuit, appends the input
 /// constraints, and checks the linear combinations only name allocated variables.
 pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<ProvingAssignment, Groth16Error> {
+    synthesize_with_capacity(circuit, Capacity::default())
+}
+
+/// How large the assignment is expected to be, so its vectors are allocated once at their final
+/// size instead of growing by doubling (which copies them, overshoots by up to 2×, and leaves
+/// the freed smaller blocks behind). Parameters tell it exactly: see [`Capacity::of`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Capacity {
+    /// Constraints, including one per public input.
+    pub constraints: usize,
+    /// Public inputs, including the constant one.
+    pub inputs: usize,
+    /// Private variables.
+    pub aux: usize,
+}
+
+impl Capacity {
+    /// The capacity the circuit of `params` needs: at most the domain's size in constraints
+    /// (`h` has one point less), the IC points' count of inputs, the `l` points' count of aux.
+    pub fn of<E: crate::Engine>(params: &crate::Parameters<E>) -> Self {
+        Self {
+            constraints: params.h.len() + 1,
+            inputs: params.vk.ic.len(),
+            aux: params.l.len(),
+        }
+    }
+}
+
+/// [`synthesize`] with the vectors allocated up front. A wrong capacity is only a hint: the
+/// vectors grow past it as needed.
+pub fn synthesize_with_capacity<C: Circuit<Scalar>>(
+    circuit: C,
+    capacity: Capacity,
+) -> Result<ProvingAssignment, Groth16Error> {
     let mut cs = ProvingSystem::default();
+    let s = &mut cs.assignment;
+    for v in [&mut s.a, &mut s.b, &mut s.c] {
+        v.reserve_exact(capacity.constraints);
+    }
+    s.input.reserve_exact(capacity.inputs);
+    s.aux.reserve_exact(capacity.aux);
     cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     circuit.synthesize(&mut cs)?;
     for i in 0..cs.assignment.input.len() {

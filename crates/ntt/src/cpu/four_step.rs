@@ -2,7 +2,7 @@
 //!
 //! Notation: `n = R * C`, `R = 2^log_r`, `C = 2^log_c`; `j = j1 * C + j2` indexes the input,
 //! `k = k1 + R * k2` the output. Pass A transforms over `j1` for each `j2`, pass B over `j2` for
-//! each `k1`. The scratch buffer between the passes is a list of tiles, each holding
+//! each `k1`. The scratch buffer between the passes is one vector of tiles, each holding
 //! `lanes_a` adjacent `j2` as contiguous lanes of `R` scalars (one lane per `j2`); within a lane,
 //! the value for `k1` sits at position `p = k1` (pass A ran decimation in time) or
 //! `p = bitrev(k1)` (decimation in frequency). Pass B works per position `p`.
@@ -106,7 +106,7 @@ impl FourStep {
     }
 
     /// Transforms `values` (of length `n`), using `scratch` between the passes.
-    pub(super) fn run(&self, values: &mut [Scalar], scratch: &mut Vec<Vec<Scalar>>) {
+    pub(super) fn run(&self, values: &mut [Scalar], scratch: &mut Vec<Scalar>) {
         self.pass_a(values, scratch);
         match self.output {
             Order::BitReversed => self.pass_b_rows(scratch, values),
@@ -124,23 +124,27 @@ impl FourStep {
 
     /// Pass A: per tile of `lanes_a` adjacent `j2`, gather, transform, multiply by the
     /// inter-step twiddles, into a scratch tile.
-    fn pass_a(&self, values: &[Scalar], scratch: &mut Vec<Vec<Scalar>>) {
+    fn pass_a(&self, values: &[Scalar], scratch: &mut Vec<Scalar>) {
         let (r, c) = (self.r(), self.c());
         let lanes = self.lanes_a;
-        scratch.resize_with(c / lanes, Vec::new);
-        scratch.par_iter_mut().enumerate().for_each(|(tile, buf)| {
-            buf.resize(lanes * r, Scalar::ZERO);
-            let j2_first = tile * lanes;
-            self.gather_a(values, j2_first, buf);
-            for (lane_idx, lane) in buf.chunks_exact_mut(r).enumerate() {
-                if self.a_dif {
-                    kernel::dif(lane, &self.twiddles_a);
-                } else {
-                    kernel::dit(lane, &self.twiddles_a);
+        // One contiguous allocation (lane `j2` at `j2 * R`), so that it is a single large block
+        // the allocator returns to the system when freed, not `C / lanes` heap tiles.
+        scratch.resize(c * r, Scalar::ZERO);
+        scratch
+            .par_chunks_mut(lanes * r)
+            .enumerate()
+            .for_each(|(tile, buf)| {
+                let j2_first = tile * lanes;
+                self.gather_a(values, j2_first, buf);
+                for (lane_idx, lane) in buf.chunks_exact_mut(r).enumerate() {
+                    if self.a_dif {
+                        kernel::dif(lane, &self.twiddles_a);
+                    } else {
+                        kernel::dit(lane, &self.twiddles_a);
+                    }
+                    self.inter_step_twiddle(lane, j2_first + lane_idx);
                 }
-                self.inter_step_twiddle(lane, j2_first + lane_idx);
-            }
-        });
+            });
     }
 
     /// Fills the lanes of one tile with the inputs `x[j1 * C + j2]`, in the order pass A's kernel
@@ -219,21 +223,19 @@ impl FourStep {
     /// The scratch values at positions `p_first..p_first + width` of lane `j2`.
     fn scratch_lane<'s>(
         &self,
-        scratch: &'s [Vec<Scalar>],
+        scratch: &'s [Scalar],
         j2: usize,
         p_first: usize,
         width: usize,
     ) -> &'s [Scalar] {
-        // `lanes_a` is a power of two: split `j2` into tile and lane with a shift and a mask.
-        let shift = self.lanes_a.trailing_zeros();
-        let offset = (j2 & (self.lanes_a - 1)) * self.r() + p_first;
-        &scratch[j2 >> shift][offset..offset + width]
+        let offset = j2 * self.r() + p_first;
+        &scratch[offset..offset + width]
     }
 
     /// Pass B for a bit-reversed output: position `p = bitrev(k1)` of pass A is output row `p`
     /// (`bitrev(k1 + R * k2) = bitrev(k1) * C + bitrev(k2)`), so each tile is `subs_b` adjacent
     /// rows, gathered in place and transformed there.
-    fn pass_b_rows(&self, scratch: &[Vec<Scalar>], values: &mut [Scalar]) {
+    fn pass_b_rows(&self, scratch: &[Scalar], values: &mut [Scalar]) {
         let c = self.c();
         let width = self.subs_b;
         values
@@ -259,7 +261,7 @@ impl FourStep {
     /// Pass B for a natural output: `y[k1 + R * k2]` is column `k1 = p` of the C x R matrix, so
     /// the columns are split into groups, one parallel work item each, and every tile of `subs_b`
     /// adjacent columns is gathered into a local buffer, transformed, and scattered.
-    fn pass_b_columns(&self, scratch: &[Vec<Scalar>], values: &mut [Scalar]) {
+    fn pass_b_columns(&self, scratch: &[Scalar], values: &mut [Scalar]) {
         let (r, c) = (self.r(), self.c());
         let group_width = r / self.groups_b;
         let mut groups: Vec<Vec<&mut [Scalar]>> =
