@@ -1,8 +1,8 @@
 //! `cargo xtask device-pack`: one folder, `target/device/`, with everything a GPU run needs.
 //!
 //! Builds (release, `cuda` feature, in `target/cuda`) the test binaries of the GPU crates and the
-//! NTT benchmark, copies them stripped into `target/device/`, and writes `run.sh`, which runs the
-//! tests, then the benchmark, writing logs and results to `$OUT`. The GPU machine has no Rust
+//! NTT and MSM benchmarks, copies them stripped into `target/device/`, and writes `run.sh`, which
+//! runs the tests, then the benchmarks, writing logs and results to `$OUT`. The GPU machine has no Rust
 //! toolchain; binaries built on this Debian 12 machine run there as they are. See `docs/gpu.md`.
 
 use std::path::{Path, PathBuf};
@@ -15,7 +15,8 @@ use crate::{kernels, project_root};
 
 const RUN_SH: &str = r#"#!/usr/bin/env bash
 # Written by `cargo xtask device-pack`. Runs the GPU tests, then the NTT benchmark (its arguments
-# are this script's). Logs and results go to $OUT (default: ./out beside this script).
+# are this script's), then the MSM benchmark (its arguments in $MSM_ARGS; MSM_ARGS=skip skips it).
+# Logs and results go to $OUT (default: ./out beside this script).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/out}
@@ -29,6 +30,11 @@ for t in "$here"/tests/*; do
 done
 echo "== bench_ntt $*" | tee "$out/bench-ntt.log"
 "$here/bench_ntt" --out "$out/bench-ntt.md" "$@" 2>&1 | tee -a "$out/bench-ntt.log" || status=1
+if [ "${MSM_ARGS:-}" != skip ]; then
+    echo "== bench_msm ${MSM_ARGS:-}" | tee "$out/bench-msm.log"
+    # shellcheck disable=SC2086
+    "$here/bench_msm" --out "$out/bench-msm.json" ${MSM_ARGS:-} 2>&1 | tee -a "$out/bench-msm.log" || status=1
+fi
 grep -E "^test result|FAILED|panicked" "$out/tests.log" || true
 echo "run.sh: exit status $status"
 exit $status
@@ -59,6 +65,12 @@ pub fn run(sh: &Shell, args: &[String]) -> anyhow::Result<()> {
     )
     .run()
     .context("building the NTT benchmark")?;
+    cmd!(
+        sh,
+        "cargo build --release --locked -p cuzk-msm --features cuda --example bench_msm"
+    )
+    .run()
+    .context("building the MSM benchmark")?;
 
     let root = project_root();
     let bench = root
@@ -75,6 +87,8 @@ pub fn run(sh: &Shell, args: &[String]) -> anyhow::Result<()> {
         copy_stripped(sh, exe, &out.join("tests").join(name))?;
     }
     copy_stripped(sh, &bench, &out.join("bench_ntt"))?;
+    let bench_msm = bench.with_file_name("bench_msm");
+    copy_stripped(sh, &bench_msm, &out.join("bench_msm"))?;
     let script = out.join("run.sh");
     std::fs::write(&script, RUN_SH)?;
     cmd!(sh, "chmod +x {script}").run()?;
@@ -88,7 +102,7 @@ pub fn run(sh: &Shell, args: &[String]) -> anyhow::Result<()> {
     for (name, _) in &tests {
         println!("  tests/{name}");
     }
-    println!("  bench_ntt\n  run.sh\n");
+    println!("  bench_ntt\n  bench_msm\n  run.sh\n");
     println!(
         "On the GPU machine (device tool): command `bash target/device/run.sh`, carry [\"target/device\"]."
     );
