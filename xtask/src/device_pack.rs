@@ -26,7 +26,12 @@ nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.sm,driver_version 
     > "$out/gpu.txt" 2>&1 || true
 for t in "$here"/tests/*; do
     echo "== $(basename "$t")" | tee -a "$out/tests.log"
-    "$t" 2>&1 | tee -a "$out/tests.log" || status=1
+    case "$(basename "$t")" in
+        *-lib) filter=gpu:: ;;
+        *) filter= ;;
+    esac
+    # shellcheck disable=SC2086
+    "$t" $filter 2>&1 | tee -a "$out/tests.log" || status=1
 done
 echo "== bench_ntt $*" | tee "$out/bench-ntt.log"
 "$here/bench_ntt" --out "$out/bench-ntt.md" "$@" 2>&1 | tee -a "$out/bench-ntt.log" || status=1
@@ -131,15 +136,22 @@ fn test_executables(messages: &str) -> anyhow::Result<Vec<(String, PathBuf)>> {
             .as_str()
             .and_then(|src| std::fs::read_to_string(src).ok())
             .is_some_and(|text| text.contains("#![cfg(feature = \"cuda\")]"));
-        if !gpu_only {
-            continue;
-        }
         let package = v["package_id"]
             .as_str()
             .and_then(|id| id.rsplit('#').next())
             .and_then(|s| s.split('@').next())
             .unwrap_or("unknown");
-        let target = v["target"]["name"].as_str().unwrap_or("test");
+        // cuzk-msm keeps its GPU tests in the library (`gpu::tests`, next to the launch code);
+        // run.sh runs `*-lib` binaries with the `gpu::` filter.
+        let gpu_lib = package == "cuzk-msm" && v["target"]["kind"][0] == "lib";
+        if !gpu_only && !gpu_lib {
+            continue;
+        }
+        let target = if gpu_lib {
+            "lib"
+        } else {
+            v["target"]["name"].as_str().unwrap_or("test")
+        };
         out.push((format!("{package}-{target}"), PathBuf::from(exe)));
     }
     if out.is_empty() {
