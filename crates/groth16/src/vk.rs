@@ -8,6 +8,7 @@ use cuzk_field::{G1Affine, G2Affine};
 
 use crate::codec::{
     decode_points, write_points, CountingReader, SliceReader, Uncompressed, G1_UNCOMPRESSED,
+    G2_UNCOMPRESSED,
 };
 use crate::engine::{Bls12, Engine};
 use crate::error::{Groth16Error, Section};
@@ -66,6 +67,29 @@ impl<E: Engine> std::fmt::Debug for VerifyingKey<E> {
             .field("ic_len", &self.ic.len())
             .finish()
     }
+}
+
+/// The encodings of the six fixed points, G1 and G2 apart, in file order.
+type FixedPoints = ([[u8; G1_UNCOMPRESSED]; 3], [[u8; G2_UNCOMPRESSED]; 3]);
+
+/// Fills the six fixed points' encodings through `fill`, which reads the next `buf.len()` bytes
+/// (or reports where the input ended), for a stream and for a mapped file alike.
+fn read_fixed(
+    mut fill: impl FnMut(&mut [u8], Section) -> Result<(), Groth16Error>,
+) -> Result<FixedPoints, Groth16Error> {
+    let mut g1 = [[0u8; G1_UNCOMPRESSED]; 3];
+    let mut g2 = [[0u8; G2_UNCOMPRESSED]; 3];
+    let (mut i1, mut i2) = (0, 0);
+    for (name, is_g2) in VK_POINTS {
+        if is_g2 {
+            fill(&mut g2[i2], Section::VerifyingKey(name))?;
+            i2 += 1;
+        } else {
+            fill(&mut g1[i1], Section::VerifyingKey(name))?;
+            i1 += 1;
+        }
+    }
+    Ok((g1, g2))
 }
 
 const VK_POINTS: [(&str, bool); 6] = [
@@ -132,36 +156,17 @@ impl VerifyingKey {
     }
 
     pub(crate) fn read_from<R: Read>(r: &mut CountingReader<R>) -> Result<Self, Groth16Error> {
-        let mut g1 = [[0u8; G1_UNCOMPRESSED]; 3];
-        let mut g2 = [[0u8; 192]; 3];
-        let (mut i1, mut i2) = (0, 0);
-        for (name, is_g2) in VK_POINTS {
-            if is_g2 {
-                r.read_exact(&mut g2[i2], Section::VerifyingKey(name))?;
-                i2 += 1;
-            } else {
-                r.read_exact(&mut g1[i1], Section::VerifyingKey(name))?;
-                i1 += 1;
-            }
-        }
+        let (g1, g2) = read_fixed(|buf, section| r.read_exact(buf, section))?;
         let count = r.read_u32(Section::Ic)? as usize;
         let ic = r.read_points(count, Section::Ic, true, false)?;
         Self::from_fixed(&g1, &g2, ic)
     }
 
     pub(crate) fn read_slice(r: &mut SliceReader<'_>) -> Result<Self, Groth16Error> {
-        let mut g1 = [[0u8; G1_UNCOMPRESSED]; 3];
-        let mut g2 = [[0u8; 192]; 3];
-        let (mut i1, mut i2) = (0, 0);
-        for (name, is_g2) in VK_POINTS {
-            if is_g2 {
-                g2[i2].copy_from_slice(r.take(192, Section::VerifyingKey(name))?);
-                i2 += 1;
-            } else {
-                g1[i1].copy_from_slice(r.take(G1_UNCOMPRESSED, Section::VerifyingKey(name))?);
-                i1 += 1;
-            }
-        }
+        let (g1, g2) = read_fixed(|buf, section| {
+            buf.copy_from_slice(r.take(buf.len(), section)?);
+            Ok(())
+        })?;
         let (_, bytes) = r.take_vector(G1_UNCOMPRESSED, Section::Ic)?;
         let ic = decode_points(bytes, Section::Ic, 0, true, false)?;
         Self::from_fixed(&g1, &g2, ic)
@@ -169,7 +174,7 @@ impl VerifyingKey {
 
     fn from_fixed(
         g1: &[[u8; G1_UNCOMPRESSED]; 3],
-        g2: &[[u8; 192]; 3],
+        g2: &[[u8; G2_UNCOMPRESSED]; 3],
         ic: Vec<G1Affine>,
     ) -> Result<Self, Groth16Error> {
         fn one<P: Uncompressed>(bytes: &[u8], name: &'static str) -> Result<P, Groth16Error> {
