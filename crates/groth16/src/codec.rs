@@ -168,11 +168,10 @@ impl<R: Read> CountingReader<R> {
         Ok(out)
     }
 
-    /// Whether the input is exhausted; consumes one byte if it is not.
+    /// How many bytes are left in the input (zero when it is exhausted). Consumes them without
+    /// holding them in memory.
     pub(crate) fn trailing_bytes(&mut self) -> Result<u64, Groth16Error> {
-        let mut rest = Vec::new();
-        self.inner.read_to_end(&mut rest)?;
-        Ok(rest.len() as u64)
+        Ok(io::copy(&mut self.inner, &mut io::sink())?)
     }
 }
 
