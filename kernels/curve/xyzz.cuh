@@ -35,12 +35,16 @@ FR_HD fp_t f_dbl(const fp_t& a) { return fp_dbl(a); }
 FR_HD fp_t f_mul(const fp_t& a, const fp_t& b) { return fp_mul(a, b); }
 FR_HD fp_t f_sqr(const fp_t& a) { return fp_sqr(a); }
 FR_HD fp_t f_cneg(const fp_t& a, bool negate) { return fp_cneg(a, negate); }
+FR_HD fp_t f_inv(const fp_t& a) { return fp_inv(a); }
+FR_HD bool f_eq(const fp_t& a, const fp_t& b) { return fp_eq(a, b); }
 FR_HD fp2_t f_add(const fp2_t& a, const fp2_t& b) { return fp2_add(a, b); }
 FR_HD fp2_t f_sub(const fp2_t& a, const fp2_t& b) { return fp2_sub(a, b); }
 FR_HD fp2_t f_dbl(const fp2_t& a) { return fp2_dbl(a); }
 FR_HD fp2_t f_mul(const fp2_t& a, const fp2_t& b) { return fp2_mul(a, b); }
 FR_HD fp2_t f_sqr(const fp2_t& a) { return fp2_sqr(a); }
 FR_HD fp2_t f_cneg(const fp2_t& a, bool negate) { return fp2_cneg(a, negate); }
+FR_HD fp2_t f_inv(const fp2_t& a) { return fp2_inv(a); }
+FR_HD bool f_eq(const fp2_t& a, const fp2_t& b) { return fp2_eq(a, b); }
 
 template <class F>
 struct affine_t {

@@ -244,3 +244,91 @@ FR_HD fp_t fp_mul(const fp_t& a, const fp_t& b) {
 }
 
 FR_HD fp_t fp_sqr(const fp_t& a) { return fp_mul(a, a); }
+
+// R³ mod p (R = 2^384), little-endian limbs: fp_mul(x, R³) = x·R² takes an integer inverse of a
+// Montgomery form back to Montgomery form.
+FR_HD constexpr uint32_t fp_r3_limb(int i) {
+    return i == 0 ? 0xd94ca1e0u : i == 1 ? 0xed48ac6bu : i == 2 ? 0x03a7adf8u
+         : i == 3 ? 0x315f831eu : i == 4 ? 0x615e29ddu : i == 5 ? 0x9a53352au
+         : i == 6 ? 0x921e1761u : i == 7 ? 0x34c04e5eu : i == 8 ? 0x65724728u
+         : i == 9 ? 0x2512d435u : i == 10 ? 0x91755d4du : 0x0aa63460u;
+}
+
+namespace fp_detail {
+// u >>= 1 for a 12-limb u.
+FR_HD void shr1(fp_t& u) {
+#pragma unroll
+    for (int i = 0; i < 11; i++) u.l[i] = (u.l[i] >> 1) | (u.l[i + 1] << 31);
+    u.l[11] >>= 1;
+}
+
+// x/2 mod p for x < p: (x + p)/2 when x is odd (x + p < 2^382 fits the twelve limbs).
+FR_HD void half(fp_t& x) {
+    if (x.l[0] & 1) {
+        x.l[0] = add_cc(x.l[0], fp_modulus(0));
+#pragma unroll
+        for (int i = 1; i < 11; i++) x.l[i] = addc_cc(x.l[i], fp_modulus(i));
+        x.l[11] = addc(x.l[11], fp_modulus(11));
+    }
+    shr1(x);
+}
+
+FR_HD bool is_one_int(const fp_t& u) {
+    uint32_t acc = u.l[0] ^ 1u;
+#pragma unroll
+    for (int i = 1; i < 12; i++) acc |= u.l[i];
+    return acc == 0;
+}
+
+// u >= v, as integers.
+FR_HD bool geq(const fp_t& u, const fp_t& v) {
+    uint32_t t = sub_cc(u.l[0], v.l[0]);
+#pragma unroll
+    for (int i = 1; i < 12; i++) t = subc_cc(u.l[i], v.l[i]);
+    (void)t;
+    return subc(0, 0) == 0;
+}
+
+// u -= v, for u >= v.
+FR_HD void sub_int(fp_t& u, const fp_t& v) {
+    u.l[0] = sub_cc(u.l[0], v.l[0]);
+#pragma unroll
+    for (int i = 1; i < 11; i++) u.l[i] = subc_cc(u.l[i], v.l[i]);
+    u.l[11] = subc(u.l[11], v.l[11]);
+}
+}  // namespace fp_detail
+
+// a⁻¹ in Montgomery form (zero for zero), in variable time: the binary extended Euclidean
+// algorithm on the integer A = a·R mod p gives A⁻¹, and fp_mul(A⁻¹, R³) = a⁻¹·R. About 760
+// shifts and 380 subtractions of twelve limbs, each a short dependency chain: a few tens of
+// microseconds in one GPU thread, where Fermat's 380 squarings take about a millisecond. Only
+// the batch inversions of the MSM's affine rounds call it, once per round, so its latency is
+// what counts; the values it inverts are public (products of point coordinates).
+FR_HD fp_t fp_inv(const fp_t& a) {
+    if (a.is_zero()) return a;
+    fp_t u = a, v, x1 = fp_t::zero(), x2 = fp_t::zero();
+#pragma unroll
+    for (int i = 0; i < 12; i++) v.l[i] = fp_modulus(i);
+    x1.l[0] = 1;
+    while (!fp_detail::is_one_int(u) && !fp_detail::is_one_int(v)) {
+        while (!(u.l[0] & 1)) {
+            fp_detail::shr1(u);
+            fp_detail::half(x1);
+        }
+        while (!(v.l[0] & 1)) {
+            fp_detail::shr1(v);
+            fp_detail::half(x2);
+        }
+        if (fp_detail::geq(u, v)) {
+            fp_detail::sub_int(u, v);
+            x1 = fp_sub(x1, x2);
+        } else {
+            fp_detail::sub_int(v, u);
+            x2 = fp_sub(x2, x1);
+        }
+    }
+    fp_t r3;
+#pragma unroll
+    for (int i = 0; i < 12; i++) r3.l[i] = fp_r3_limb(i);
+    return fp_mul(fp_detail::is_one_int(u) ? x1 : x2, r3);
+}

@@ -46,3 +46,13 @@ FP2_CALLED fp2_t fp2_sqr(const fp2_t& a) {
     fp_t im = fp_mul(a.c0, a.c1);
     return fp2_t{re, fp_dbl(im)};
 }
+
+FR_HD fp2_t fp2_neg_im(const fp2_t& a) { return fp2_t{a.c0, fp_neg(a.c1)}; }
+
+// (a0 + a1·u)⁻¹ = (a0 − a1·u) / (a0² + a1²): one Fp inversion (zero for zero).
+FP2_CALLED fp2_t fp2_inv(const fp2_t& a) {
+    fp_t norm = fp_add(fp_sqr(a.c0), fp_sqr(a.c1));
+    fp_t inv = fp_inv(norm);
+    fp2_t conj = fp2_neg_im(a);
+    return fp2_t{fp_mul(conj.c0, inv), fp_mul(conj.c1, inv)};
+}

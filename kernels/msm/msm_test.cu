@@ -10,6 +10,7 @@
 #define MSM_TEST_MUL 3u
 #define MSM_TEST_SQR 4u
 #define MSM_TEST_DBL 5u
+#define MSM_TEST_INV 6u
 
 template <class F>
 __device__ __forceinline__ F msm_test_field_op(uint32_t op, const F& a, const F& b) {
@@ -19,6 +20,7 @@ __device__ __forceinline__ F msm_test_field_op(uint32_t op, const F& a, const F&
         case MSM_TEST_NEG: return f_cneg(a, true);
         case MSM_TEST_MUL: return f_mul(a, b);
         case MSM_TEST_SQR: return f_sqr(a);
+        case MSM_TEST_INV: return f_inv(a);
         default: return f_dbl(a);
     }
 }

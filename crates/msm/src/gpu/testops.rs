@@ -24,17 +24,20 @@ pub enum FieldOp {
     Sqr = 4,
     /// `2a`.
     Dbl = 5,
+    /// `a⁻¹` (zero for zero).
+    Inv = 6,
 }
 
 impl FieldOp {
     /// Every operation.
-    pub const ALL: [FieldOp; 6] = [
+    pub const ALL: [FieldOp; 7] = [
         FieldOp::Add,
         FieldOp::Sub,
         FieldOp::Neg,
         FieldOp::Mul,
         FieldOp::Sqr,
         FieldOp::Dbl,
+        FieldOp::Inv,
     ];
 }
 
