@@ -43,13 +43,17 @@ struct EmuKernel {
     EMU_KERNEL(msm_accumulate_##G, false), EMU_KERNEL(msm_merge_##G, false),                    \
         EMU_KERNEL(msm_reduce_##G, false), EMU_KERNEL(msm_batch_bitmap_##G, false),              \
         EMU_KERNEL(msm_batch_indices_##G, false), EMU_KERNEL(msm_batch_range_##G, false),        \
-        EMU_KERNEL(msm_sum_##G, false), EMU_KERNEL(msm_test_##G, false)
+        EMU_KERNEL(msm_sum_##G, false), EMU_KERNEL(msm_test_##G, false),                       \
+        EMU_KERNEL(msm_affine_pairs_##G, false), EMU_KERNEL(msm_affine_sums_##G, false),         \
+        EMU_KERNEL(msm_inv_up_##G, false), EMU_KERNEL(msm_inv_down_##G, false),                  \
+        EMU_KERNEL(msm_inv_top_##G, false), EMU_KERNEL(msm_affine_buckets_##G, false)
 
 static const EmuKernel emu_kernels[] = {
     EMU_KERNEL(msm_digits, false),
     EMU_KERNEL(msm_scan_tiles, true),
     EMU_KERNEL(msm_scan_add, false),
     EMU_KERNEL(msm_scatter, false),
+    EMU_KERNEL(msm_affine_stats, false),
     EMU_GROUP(g1),
     EMU_GROUP(g2),
     EMU_KERNEL(msm_test_fp, false),

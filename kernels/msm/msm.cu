@@ -477,3 +477,9 @@ __device__ __forceinline__ void msm_sum(xyzz_t<F>* out, const xyzz_t<F>* in, uin
 
 MSM_GROUP_KERNELS(g1, fp_t)
 MSM_GROUP_KERNELS(g2, fp2_t)
+
+// The batch-affine alternative to steps 4 and 5 (accumulate and merge).
+#include "msm/affine.cuh"
+
+MSM_AFFINE_KERNELS(g1, fp_t)
+MSM_AFFINE_KERNELS(g2, fp2_t)

@@ -54,6 +54,12 @@ pub(crate) struct GroupKernels {
     pub(crate) batch_range: &'static str,
     pub(crate) sum: &'static str,
     pub(crate) test: &'static str,
+    pub(crate) affine_pairs: &'static str,
+    pub(crate) affine_sums: &'static str,
+    pub(crate) inv_up: &'static str,
+    pub(crate) inv_down: &'static str,
+    pub(crate) inv_top: &'static str,
+    pub(crate) affine_buckets: &'static str,
 }
 
 const G1_KERNELS: GroupKernels = GroupKernels {
@@ -65,6 +71,12 @@ const G1_KERNELS: GroupKernels = GroupKernels {
     batch_range: "msm_batch_range_g1",
     sum: "msm_sum_g1",
     test: "msm_test_g1",
+    affine_pairs: "msm_affine_pairs_g1",
+    affine_sums: "msm_affine_sums_g1",
+    inv_up: "msm_inv_up_g1",
+    inv_down: "msm_inv_down_g1",
+    inv_top: "msm_inv_top_g1",
+    affine_buckets: "msm_affine_buckets_g1",
 };
 
 const G2_KERNELS: GroupKernels = GroupKernels {
@@ -76,6 +88,12 @@ const G2_KERNELS: GroupKernels = GroupKernels {
     batch_range: "msm_batch_range_g2",
     sum: "msm_sum_g2",
     test: "msm_test_g2",
+    affine_pairs: "msm_affine_pairs_g2",
+    affine_sums: "msm_affine_sums_g2",
+    inv_up: "msm_inv_up_g2",
+    inv_down: "msm_inv_down_g2",
+    inv_top: "msm_inv_top_g2",
+    affine_buckets: "msm_affine_buckets_g2",
 };
 
 /// The kernels of `C`'s group.
@@ -93,6 +111,7 @@ pub(crate) const KERNEL_NAMES: &[&str] = &[
     "msm_scan_tiles",
     "msm_scan_add",
     "msm_scatter",
+    "msm_affine_stats",
     "msm_accumulate_g1",
     "msm_merge_g1",
     "msm_reduce_g1",
@@ -101,6 +120,12 @@ pub(crate) const KERNEL_NAMES: &[&str] = &[
     "msm_batch_range_g1",
     "msm_sum_g1",
     "msm_test_g1",
+    "msm_affine_pairs_g1",
+    "msm_affine_sums_g1",
+    "msm_inv_up_g1",
+    "msm_inv_down_g1",
+    "msm_inv_top_g1",
+    "msm_affine_buckets_g1",
     "msm_accumulate_g2",
     "msm_merge_g2",
     "msm_reduce_g2",
@@ -109,6 +134,12 @@ pub(crate) const KERNEL_NAMES: &[&str] = &[
     "msm_batch_range_g2",
     "msm_sum_g2",
     "msm_test_g2",
+    "msm_affine_pairs_g2",
+    "msm_affine_sums_g2",
+    "msm_inv_up_g2",
+    "msm_inv_down_g2",
+    "msm_inv_top_g2",
+    "msm_affine_buckets_g2",
     "msm_test_fp",
     "msm_test_fp2",
     "msm_bench_fp_mul",

@@ -39,6 +39,7 @@
 // With the `emu` feature alone, nothing outside the tests calls the drivers.
 #![cfg_attr(not(feature = "cuda"), allow(dead_code, unused_imports))]
 
+mod affine;
 mod batch;
 mod curve;
 mod exec;
@@ -52,8 +53,8 @@ use crate::MsmError;
 
 pub use curve::{DeviceElement, GpuCurve};
 pub use plan::{
-    device_bytes_needed, num_windows, Group, MsmPlan, DEFAULT_RESIDENT_CHUNK,
-    DEFAULT_STREAMED_CHUNK,
+    device_bytes_needed, num_windows, Accumulation, Group, MsmPlan, DEFAULT_AFFINE_SCRATCH,
+    DEFAULT_RESIDENT_CHUNK, DEFAULT_STREAMED_CHUNK,
 };
 
 #[cfg(feature = "cuda")]

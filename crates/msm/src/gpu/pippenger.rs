@@ -9,9 +9,10 @@
 //! reduced level by level on the device; the last few sums of each window and the combination of
 //! the windows run on the host.
 
+use super::affine::{self, AffineWorkspace, SortedChunk};
 use super::curve::{kernels_of, GpuCurve};
 use super::exec::{blocks, u32_arg, Arg, Exec};
-use super::plan::{MsmPlan, INT_BLOCK, MERGE_SEG, POINT_BLOCK};
+use super::plan::{Accumulation, MsmPlan, INT_BLOCK, MERGE_SEG, POINT_BLOCK};
 use super::{GpuMsmError, ScalarForm};
 use crate::reference::combine_windows;
 
@@ -35,8 +36,17 @@ struct Workspace<B> {
     scan: Vec<B>,
     keys: B,
     sorted: B,
-    part_keys: [B; 2],
-    part_points: [B; 2],
+    sums: BucketSums<B>,
+}
+
+/// The scratch of the bucket sums, by [`Accumulation`].
+enum BucketSums<B> {
+    /// Partial sums of the XYZZ segments, ping-ponged between merge levels.
+    Xyzz {
+        part_keys: [B; 2],
+        part_points: [B; 2],
+    },
+    BatchAffine(AffineWorkspace<B>),
 }
 
 impl<B> Workspace<B> {
@@ -44,8 +54,17 @@ impl<B> Workspace<B> {
         let xyzz = plan.group.xyzz_bytes();
         let g = plan.total_buckets();
         let entries = plan.entries_per_chunk();
-        let t0 = plan.accumulate_threads(plan.chunk_len);
-        let t1 = MsmPlan::merge_levels(t0).first().map_or(1, |l| l.n_threads);
+        let sums = match plan.accumulation {
+            Accumulation::Xyzz => {
+                let t0 = plan.accumulate_threads(plan.chunk_len);
+                let t1 = MsmPlan::merge_levels(t0).first().map_or(1, |l| l.n_threads);
+                BucketSums::Xyzz {
+                    part_keys: [exec.alloc(4 * 2 * t0)?, exec.alloc(4 * 2 * t1)?],
+                    part_points: [exec.alloc(xyzz * 2 * t0)?, exec.alloc(xyzz * 2 * t1)?],
+                }
+            }
+            Accumulation::BatchAffine => BucketSums::BatchAffine(AffineWorkspace::new(exec, plan)?),
+        };
         let scan = MsmPlan::scan_levels(g + 1)
             .into_iter()
             .map(|len| exec.alloc(4 * len))
@@ -57,8 +76,7 @@ impl<B> Workspace<B> {
             scan,
             keys: exec.alloc(4 * entries)?,
             sorted: exec.alloc(8 * entries)?,
-            part_keys: [exec.alloc(4 * 2 * t0)?, exec.alloc(4 * 2 * t1)?],
-            part_points: [exec.alloc(xyzz * 2 * t0)?, exec.alloc(xyzz * 2 * t1)?],
+            sums,
         })
     }
 }
@@ -196,16 +214,48 @@ fn process_chunk<E: Exec, C: GpuCurve>(
     msm_scatter(exec, ws, m, n_entries)?;
     exec.mark("scatter")?;
 
-    let t0 = plan.accumulate_threads(m);
-    msm_accumulate::<E, C>(exec, ws, g, bases, base_offset, plan.accumulate_seg, t0)?;
-    exec.mark("accumulate")?;
-    for (i, level) in MsmPlan::merge_levels(t0).iter().enumerate() {
-        // Level i reads the partial sums level i − 1 wrote (the first level wrote array 0).
-        let (src, dst) = if i % 2 == 0 { (0, 1) } else { (1, 0) };
-        msm_merge::<E, C>(exec, ws, src, dst, level.n_in, level.n_threads)?;
+    match &mut ws.sums {
+        BucketSums::BatchAffine(affine_ws) => {
+            let chunk = SortedChunk {
+                offsets: &ws.counts,
+                sorted: &ws.sorted,
+                bases,
+                base_offset,
+            };
+            affine::accumulate::<E, C>(exec, plan, affine_ws, &ws.buckets, &chunk)
+        }
+        BucketSums::Xyzz {
+            part_keys,
+            part_points,
+        } => {
+            let t0 = plan.accumulate_threads(m);
+            let sorted = (&ws.sorted, &ws.counts);
+            msm_accumulate::<E, C>(
+                exec,
+                (&ws.buckets, &part_keys[0], &part_points[0]),
+                sorted,
+                g,
+                (bases, base_offset),
+                plan.accumulate_seg,
+                t0,
+            )?;
+            exec.mark("accumulate")?;
+            for (i, level) in MsmPlan::merge_levels(t0).iter().enumerate() {
+                // Level i reads the partial sums level i − 1 wrote (the first level wrote array 0).
+                let (src, dst) = if i % 2 == 0 { (0, 1) } else { (1, 0) };
+                msm_merge::<E, C>(
+                    exec,
+                    &ws.buckets,
+                    (&part_keys[dst], &part_points[dst]),
+                    (&part_keys[src], &part_points[src]),
+                    level.n_in,
+                    level.n_threads,
+                )?;
+            }
+            exec.mark("merge")?;
+            Ok(())
+        }
     }
-    exec.mark("merge")?;
-    Ok(())
 }
 
 /// msm_digits: one thread per point.
@@ -292,10 +342,10 @@ fn msm_scatter<E: Exec>(
 /// msm_accumulate_<g>: the first level of the bucket sums, `n_threads` threads of `seg` entries.
 fn msm_accumulate<E: Exec, C: GpuCurve>(
     exec: &E,
-    ws: &mut Workspace<E::Buf>,
+    (buckets, part_keys, part_points): (&E::Buf, &E::Buf, &E::Buf),
+    (sorted, counts): (&E::Buf, &E::Buf),
     total_buckets: usize,
-    bases: &E::Buf,
-    base_offset: usize,
+    (bases, base_offset): (&E::Buf, usize),
     seg: usize,
     n_threads: usize,
 ) -> Result<(), GpuMsmError> {
@@ -304,11 +354,11 @@ fn msm_accumulate<E: Exec, C: GpuCurve>(
         blocks(n_threads, POINT_BLOCK)?,
         POINT_BLOCK,
         &[
-            Arg::Buf(&ws.buckets),
-            Arg::Buf(&ws.part_keys[0]),
-            Arg::Buf(&ws.part_points[0]),
-            Arg::Buf(&ws.sorted),
-            Arg::Buf(&ws.counts),
+            Arg::Buf(buckets),
+            Arg::Buf(part_keys),
+            Arg::Buf(part_points),
+            Arg::Buf(sorted),
+            Arg::Buf(counts),
             Arg::U32(u32_arg(total_buckets, "buckets")?),
             Arg::Buf(bases),
             Arg::U64(base_offset as u64),
@@ -321,9 +371,9 @@ fn msm_accumulate<E: Exec, C: GpuCurve>(
 /// msm_merge_<g>: one merge level from partial-sum array `src` into array `dst`.
 fn msm_merge<E: Exec, C: GpuCurve>(
     exec: &E,
-    ws: &mut Workspace<E::Buf>,
-    src: usize,
-    dst: usize,
+    buckets: &E::Buf,
+    (out_keys, out_points): (&E::Buf, &E::Buf),
+    (in_keys, in_points): (&E::Buf, &E::Buf),
     n_in: usize,
     n_threads: usize,
 ) -> Result<(), GpuMsmError> {
@@ -332,11 +382,11 @@ fn msm_merge<E: Exec, C: GpuCurve>(
         blocks(n_threads, POINT_BLOCK)?,
         POINT_BLOCK,
         &[
-            Arg::Buf(&ws.buckets),
-            Arg::Buf(&ws.part_keys[dst]),
-            Arg::Buf(&ws.part_points[dst]),
-            Arg::Buf(&ws.part_keys[src]),
-            Arg::Buf(&ws.part_points[src]),
+            Arg::Buf(buckets),
+            Arg::Buf(out_keys),
+            Arg::Buf(out_points),
+            Arg::Buf(in_keys),
+            Arg::Buf(in_points),
             Arg::U32(u32_arg(n_in, "partial sums")?),
             Arg::U32(MERGE_SEG as u32),
             Arg::U32(u32_arg(n_threads, "threads")?),

@@ -51,6 +51,16 @@ impl Group {
     }
 
     /// Field multiplications (Fp) of a full XYZZ addition: 14 in G1, 40 in G2.
+    /// Fp multiplications of one batch-affine addition (λ, λ², y; three for the shared
+    /// inversion's back-substitution and running product); an Fp2 multiplication counts 3, a
+    /// squaring 2.
+    pub const fn affine_add_muls(self) -> u64 {
+        match self {
+            Group::G1 => 6,
+            Group::G2 => 17,
+        }
+    }
+
     pub const fn full_add_muls(self) -> u64 {
         match self {
             Group::G1 => 14,
@@ -63,6 +73,11 @@ impl Group {
 /// (12 bytes per point and window) and the partial sums; every chunk after the first adds one
 /// full addition per bucket, so chunks are as large as memory comfortably allows.
 pub const DEFAULT_RESIDENT_CHUNK: usize = 1 << 25;
+
+/// Device memory the batch-affine rounds may use for their scratch (points, running products,
+/// inversion tree) by default; windows are summed in groups that fit (see
+/// [`MsmPlan::affine_group_windows`]).
+pub const DEFAULT_AFFINE_SCRATCH: usize = 6 << 30;
 
 /// Points per chunk when bases or scalars stream from host memory: small enough that the copy of
 /// one chunk overlaps the work on the previous one.
@@ -80,6 +95,29 @@ pub(crate) const REDUCE_SEG: usize = 16;
 pub(crate) const REDUCE_FINAL: usize = 16;
 /// Entries per tile of the prefix sum (kernels/msm/msm.cu, MSM_SCAN_TILE).
 pub(crate) const SCAN_TILE: usize = 2048;
+/// Input values per thread of a batch-affine round, about half as many pairs
+/// (kernels/msm/affine.cuh).
+pub(crate) const AFFINE_PER: usize = 16;
+/// Elements per thread of the batch inversion tree, and the most the top thread inverts. Short
+/// groups: the tree is bound by the latency of its chains of dependent multiplications (about
+/// 1.8 µs per Fp multiplication in one thread on the H200), not by their number.
+pub(crate) const TREE_PER: usize = 4;
+pub(crate) const TREE_TOP: usize = 8;
+
+/// How a chunk's sorted (bucket, point) entries are summed into the buckets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Accumulation {
+    /// Mixed XYZZ additions, one thread per equal segment of the sorted entries, partial sums
+    /// merged level by level (`msm_accumulate`, `msm_merge`): 10 Fp multiplications per
+    /// addition in G1, no inversion. The default: the faster of the two on the H200 today
+    /// (docs/benchmarks.md).
+    Xyzz,
+    /// Affine additions in rounds that halve every bucket's list, the inversions of a round
+    /// shared by one batch inversion (kernels/msm/affine.cuh): about 6.4 Fp multiplications per
+    /// addition in G1, but more memory traffic, divergent threads and latency-bound inversion
+    /// trees; measured 1.8× slower than `Xyzz` (docs/benchmarks.md).
+    BatchAffine,
+}
 
 /// The number of windows of `c` bits that hold a scalar of at most 254 bits plus the carry of
 /// its signed digits (the kernels negate scalars above (r − 1)/2): `⌈255/c⌉`.
@@ -97,6 +135,30 @@ pub(crate) struct MergeLevel {
 }
 
 /// One level of the bucket reduction.
+/// Device memory of the batch-affine rounds of one group of windows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct AffineScratch {
+    /// Buckets of the group.
+    pub(crate) keys: usize,
+    /// Affine points (and their keys) of the odd and of the even levels.
+    pub(crate) points: [usize; 2],
+    /// Running products, one per output slot.
+    pub(crate) prefix: usize,
+    /// Elements of each level of the inversion tree (level 0: one per round thread).
+    pub(crate) tree: Vec<usize>,
+    pub(crate) field_bytes: usize,
+    pub(crate) affine_bytes: usize,
+}
+
+impl AffineScratch {
+    pub(crate) fn total(&self) -> usize {
+        (self.points[0] + self.points[1]) * (self.affine_bytes + 4)
+            + self.prefix * self.field_bytes
+            + 2 * self.tree.iter().sum::<usize>() * self.field_bytes
+            + 8
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ReduceLevel {
     /// Sums per window read.
@@ -126,8 +188,13 @@ pub struct MsmPlan {
     pub chunk_len: usize,
     /// Chunks, `⌈n_points / chunk_len⌉`.
     pub n_chunks: usize,
-    /// Sorted entries per thread of the first level of the bucket sums.
+    /// Sorted entries per thread of the first level of the XYZZ bucket sums.
     pub accumulate_seg: usize,
+    /// How the buckets are filled.
+    pub accumulation: Accumulation,
+    /// Windows whose buckets one batch-affine pass sums together (all of them when the
+    /// scratch fits [`DEFAULT_AFFINE_SCRATCH`]).
+    pub affine_group_windows: u32,
 }
 
 impl MsmPlan {
@@ -177,7 +244,7 @@ impl MsmPlan {
             .into_iter()
             .find(|&seg| entries / seg >= target_threads)
             .unwrap_or(8);
-        Self {
+        let mut plan = Self {
             group,
             sm_count,
             n_points,
@@ -186,6 +253,61 @@ impl MsmPlan {
             chunk_len,
             n_chunks,
             accumulate_seg,
+            accumulation: Accumulation::Xyzz,
+            affine_group_windows: n_windows,
+        };
+        plan.affine_group_windows = plan.affine_windows_within(DEFAULT_AFFINE_SCRATCH);
+        plan
+    }
+
+    /// The same plan summing the buckets by `accumulation`.
+    pub fn with_accumulation(mut self, accumulation: Accumulation) -> Self {
+        self.accumulation = accumulation;
+        self
+    }
+
+    /// The same plan with batch-affine groups sized to `scratch_bytes` of device memory (at
+    /// least one window per group).
+    pub fn with_affine_scratch(mut self, scratch_bytes: usize) -> Self {
+        self.affine_group_windows = self.affine_windows_within(scratch_bytes);
+        self
+    }
+
+    /// The most windows per batch-affine group whose scratch fits `budget` (at least one).
+    fn affine_windows_within(&self, budget: usize) -> u32 {
+        (1..=self.n_windows)
+            .rev()
+            .find(|&w| self.affine_scratch(w).total() <= budget)
+            .unwrap_or(1)
+    }
+
+    /// Number of batch-affine groups per chunk.
+    pub fn affine_groups(&self) -> u32 {
+        self.n_windows.div_ceil(self.affine_group_windows.max(1))
+    }
+
+    /// The scratch of batch-affine groups of `windows` windows.
+    pub(crate) fn affine_scratch(&self, windows: u32) -> AffineScratch {
+        let keys = windows as usize * self.buckets_per_window();
+        let entries = self.chunk_len * windows as usize;
+        // Level sizes shrink as size_{L+1} <= (size_L + keys) / 2 (kernels/msm/affine.cuh).
+        let level1 = (entries + keys) / 2 + 1;
+        let level2 = (level1 + keys) / 2 + 1;
+        let odd = level1.max(keys + 1);
+        let even = level2.max(keys + 1);
+        // A round's threads take AFFINE_PER input values each; level 0 is the largest input.
+        let mut tree = vec![entries.max(odd).div_ceil(AFFINE_PER)];
+        while *tree.last().expect("one level") > TREE_TOP {
+            let next = tree.last().expect("one level").div_ceil(TREE_PER);
+            tree.push(next);
+        }
+        AffineScratch {
+            keys,
+            points: [odd, even],
+            prefix: odd,
+            tree,
+            field_bytes: self.group.affine_bytes() / 2,
+            affine_bytes: self.group.affine_bytes(),
         }
     }
 
@@ -280,10 +402,21 @@ impl MsmPlan {
     /// Device bytes the MSM allocates when bases and scalars are already on the device: buckets,
     /// the sort of one chunk, partial sums and reduction scratch.
     pub fn device_bytes(&self) -> usize {
+        let sums = match self.accumulation {
+            Accumulation::Xyzz => {
+                let (slots_a, slots_b) = self.partial_slots();
+                (slots_a + slots_b) * (4 + self.group.xyzz_bytes())
+            }
+            Accumulation::BatchAffine => self.affine_scratch(self.affine_group_windows).total(),
+        };
+        self.sort_and_reduce_bytes() + sums
+    }
+
+    /// Everything but the bucket sums' scratch: buckets, sort, reduction.
+    fn sort_and_reduce_bytes(&self) -> usize {
         let xyzz = self.group.xyzz_bytes();
         let g = self.total_buckets();
         let entries = self.entries_per_chunk();
-        let (slots_a, slots_b) = self.partial_slots();
         let (levels, final_len, _) = self.reduce_levels();
         let mut reduce = 0;
         let mut out_len = self.buckets_per_window();
@@ -300,7 +433,6 @@ impl MsmPlan {
             + 2 * (g + 1) * 4          // counts (then offsets) and cursors
             + scan
             + 3 * entries * 4          // digit keys, sorted entries (key and reference)
-            + (slots_a + slots_b) * (4 + xyzz)
             + reduce
     }
 
@@ -321,7 +453,11 @@ impl MsmPlan {
     /// Fp multiplications of the bucket additions: the MSM's arithmetic floor.
     pub fn field_multiplications(&self) -> u64 {
         let (mixed, full) = self.bucket_additions();
-        mixed * self.group.mixed_add_muls() + full * self.group.full_add_muls()
+        let per_addition = match self.accumulation {
+            Accumulation::Xyzz => self.group.mixed_add_muls(),
+            Accumulation::BatchAffine => self.group.affine_add_muls(),
+        };
+        mixed * per_addition + full * self.group.full_add_muls()
     }
 }
 
@@ -420,8 +556,21 @@ mod tests {
         let g1 = device_bytes_needed(1 << 24, Group::G1);
         let g2 = device_bytes_needed(1 << 24, Group::G2);
         assert!(g1 > 1 << 30 && g1 < 12 << 30, "{g1}");
-        assert!(g2 > g1);
+        assert!(g2 > 1 << 30 && g2 < 12 << 30, "{g2}");
         assert!(device_bytes_needed(1 << 26, Group::G1) < 24 << 30);
+        // The batch-affine scratch stays within its budget by summing windows in groups.
+        for group in [Group::G1, Group::G2] {
+            for log_n in [16, 20, 24, 26] {
+                let plan = MsmPlan::new(1 << log_n, group, 132);
+                assert_eq!(plan.accumulation, Accumulation::Xyzz);
+                let affine = plan.clone().with_accumulation(Accumulation::BatchAffine);
+                let scratch = affine.affine_scratch(affine.affine_group_windows).total();
+                assert!(scratch <= DEFAULT_AFFINE_SCRATCH || affine.affine_group_windows == 1);
+                assert!(affine.affine_groups() * affine.affine_group_windows >= affine.n_windows);
+                // Each strategy states its own scratch.
+                assert!(affine.device_bytes() != plan.device_bytes());
+            }
+        }
         let plan = MsmPlan::new(1 << 20, Group::G1, 132);
         assert!(plan.device_bytes() <= device_bytes_needed(1 << 20, Group::G1));
         assert!(plan.streamed_device_bytes() > plan.device_bytes());

@@ -16,7 +16,7 @@ use super::batch;
 use super::curve::{affine_bytes, GpuCurve};
 use super::exec::{as_bytes, Exec};
 use super::pippenger::{self, Source};
-use super::plan::MsmPlan;
+use super::plan::{Accumulation, MsmPlan};
 use super::testops::{msm_test_field, msm_test_point, FieldOp, PointOp};
 use super::ScalarForm;
 use crate::{naive_msm, MsmError, Selection, G1, G2};
@@ -161,6 +161,7 @@ fn expected_fp(op: FieldOp, a: &Fp, b: &Fp) -> Fp {
         FieldOp::Mul => a * b,
         FieldOp::Sqr => a.square(),
         FieldOp::Dbl => a.double(),
+        FieldOp::Inv => a.invert().unwrap_or(Fp::ZERO),
     }
 }
 
@@ -172,6 +173,7 @@ fn expected_fp2(op: FieldOp, a: &Fp2, b: &Fp2) -> Fp2 {
         FieldOp::Mul => a * b,
         FieldOp::Sqr => a.square(),
         FieldOp::Dbl => a.double(),
+        FieldOp::Inv => a.invert().unwrap_or(Fp2::ZERO),
     }
 }
 
@@ -383,7 +385,9 @@ fn run_msm<E: Exec, C: GpuCurve>(
     result.expect("the MSM runs")
 }
 
-/// Checks one MSM against the naive sum in every mode: resident and streamed, both forms.
+/// Checks one MSM against the naive sum in every mode: resident and streamed, both forms, with
+/// batch-affine bucket sums (all windows in one group); then resident and Montgomery with the
+/// XYZZ bucket sums and with batch-affine groups of one window.
 fn check_msm<E: Exec, C: TestCurve>(
     exec: &E,
     plan: &MsmPlan,
@@ -392,21 +396,34 @@ fn check_msm<E: Exec, C: TestCurve>(
     what: &str,
 ) {
     let want = naive_msm::<C>(bases, scalars).unwrap();
-    for (form, resident) in [
-        (ScalarForm::Montgomery, true),
-        (ScalarForm::Canonical, true),
-        (ScalarForm::Montgomery, false),
-        (ScalarForm::Canonical, false),
-    ] {
+    let affine = plan
+        .clone()
+        .with_accumulation(Accumulation::BatchAffine)
+        .with_affine_scratch(usize::MAX);
+    let xyzz = plan.clone().with_accumulation(Accumulation::Xyzz);
+    let one_window_groups = affine.clone().with_affine_scratch(0);
+    assert_eq!(one_window_groups.affine_group_windows, 1);
+    let runs = [
+        (&affine, ScalarForm::Montgomery, true),
+        (&affine, ScalarForm::Canonical, true),
+        (&affine, ScalarForm::Montgomery, false),
+        (&affine, ScalarForm::Canonical, false),
+        (&xyzz, ScalarForm::Montgomery, true),
+        (&one_window_groups, ScalarForm::Montgomery, true),
+    ];
+    for (plan, form, resident) in runs {
         let got = run_msm::<E, C>(exec, plan, bases, scalars, form, resident);
         assert_eq!(
             got,
             want,
-            "{} MSM of {} points ({what}), window {}, chunks of {}, {form:?}, resident {resident}",
+            "{} MSM of {} points ({what}), window {}, chunks of {}, {:?} in groups of {} windows, \
+             {form:?}, resident {resident}",
             C::NAME,
             bases.len(),
             plan.window_bits,
-            plan.chunk_len
+            plan.chunk_len,
+            plan.accumulation,
+            plan.affine_group_windows,
         );
     }
 }
@@ -445,7 +462,8 @@ fn check_random_msms<E: Exec, C: TestCurve>(exec: &E, device: bool, seed: u64) {
             check_msm::<E, C>(exec, &plan, &bases, &scalars, "random, forced plan");
         }
         // Long segments over short runs: more complete runs per thread than it holds back.
-        let mut plan = MsmPlan::with_window_bits(n, C::GROUP, exec.sm_count(), c, n / 2 + 1);
+        let mut plan = MsmPlan::with_window_bits(n, C::GROUP, exec.sm_count(), c, n / 2 + 1)
+            .with_accumulation(Accumulation::Xyzz);
         plan.accumulate_seg = 64;
         check_msm::<E, C>(exec, &plan, &bases, &scalars, "random, long segments");
     }

@@ -1,0 +1,357 @@
+//! Batch-affine bucket sums: launch wrappers of kernels/msm/affine.cuh (one per kernel, same
+//! name) and the rounds that run them, for any [`Exec`] and for G1 and G2.
+//!
+//! After a chunk's counting sort, each group of windows runs `⌈log2(largest bucket)⌉` rounds;
+//! a round pairs up every bucket's values and adds each pair in affine coordinates, the
+//! round's inversions shared by one batch inversion (a tree of Montgomery's trick with one
+//! Fermat inversion at the top). The last value of each bucket is then added into its XYZZ
+//! bucket, which the reduction reads as before.
+
+use super::curve::{kernels_of, GpuCurve};
+use super::exec::{blocks, u32_arg, Arg, Exec};
+use super::plan::{AffineScratch, MsmPlan, AFFINE_PER, INT_BLOCK, POINT_BLOCK, TREE_PER};
+use super::GpuMsmError;
+
+/// Device memory of the batch-affine rounds (one group of windows at a time).
+pub(crate) struct AffineWorkspace<B> {
+    /// Odd levels in `points[0]`, even levels in `points[1]`; the key + 1 of each of their
+    /// slots (zero in a gap) in `keys`.
+    points: [B; 2],
+    keys: [B; 2],
+    prefix: B,
+    /// Per tree level: the values to invert (level 0: the round threads' products), and their
+    /// running products, which become their inverses.
+    tree_vals: Vec<B>,
+    tree_pre: Vec<B>,
+    stats: B,
+}
+
+impl<B> AffineWorkspace<B> {
+    pub(crate) fn new<E: Exec<Buf = B>>(exec: &E, plan: &MsmPlan) -> Result<Self, GpuMsmError> {
+        let AffineScratch {
+            points,
+            prefix,
+            tree,
+            field_bytes,
+            affine_bytes,
+            ..
+        } = plan.affine_scratch(plan.affine_group_windows);
+        let alloc_levels = |sizes: &[usize]| -> Result<Vec<B>, GpuMsmError> {
+            sizes
+                .iter()
+                .map(|&n| exec.alloc(n.max(1) * field_bytes))
+                .collect()
+        };
+        Ok(Self {
+            points: [
+                exec.alloc(points[0] * affine_bytes)?,
+                exec.alloc(points[1] * affine_bytes)?,
+            ],
+            keys: [exec.alloc(points[0] * 4)?, exec.alloc(points[1] * 4)?],
+            prefix: exec.alloc(prefix * field_bytes)?,
+            tree_vals: alloc_levels(&tree)?,
+            tree_pre: alloc_levels(&tree)?,
+            stats: exec.alloc(8)?,
+        })
+    }
+}
+
+/// Where the sorted entries of the chunk live, as the rounds read them.
+pub(crate) struct SortedChunk<'a, B> {
+    /// `offsets[k]`: first sorted entry of bucket k (`total_buckets + 1` of them).
+    pub(crate) offsets: &'a B,
+    /// The sorted entries: key above, point reference below.
+    pub(crate) sorted: &'a B,
+    pub(crate) bases: &'a B,
+    pub(crate) base_offset: usize,
+}
+
+/// Adds the chunk's sorted entries into `buckets`, group of windows by group, by batch-affine
+/// rounds.
+pub(crate) fn accumulate<E: Exec, C: GpuCurve>(
+    exec: &E,
+    plan: &MsmPlan,
+    ws: &mut AffineWorkspace<E::Buf>,
+    buckets: &E::Buf,
+    chunk: &SortedChunk<'_, E::Buf>,
+) -> Result<(), GpuMsmError> {
+    let per_window = plan.buckets_per_window();
+    let group_windows = plan.affine_group_windows.max(1);
+    let mut w0 = 0;
+    while w0 < plan.n_windows {
+        let w1 = (w0 + group_windows).min(plan.n_windows);
+        let k0 = w0 as usize * per_window;
+        let n_keys = (w1 - w0) as usize * per_window;
+        let (largest, entries) = stats(exec, ws, chunk.offsets, k0, n_keys)?;
+        // Rounds until no bucket holds more than one value.
+        let rounds = if largest <= 1 {
+            0
+        } else {
+            (largest - 1).ilog2() + 1
+        };
+        let mut size = entries;
+        for level in 0..rounds {
+            let n_threads = size.div_ceil(AFFINE_PER);
+            let group = Group {
+                k0,
+                level,
+                n_in: size,
+                n_threads,
+            };
+            exec.zero(&mut ws.keys[level_index(level + 1)])?;
+            pairs::<E, C>(exec, ws, chunk, &group)?;
+            exec.mark("pairs")?;
+            invert::<E, C>(exec, ws, n_threads)?;
+            exec.mark("invert")?;
+            sums::<E, C>(exec, ws, chunk, &group)?;
+            exec.mark("sums")?;
+            size = (size + n_keys) / 2;
+        }
+        affine_buckets::<E, C>(exec, ws, buckets, chunk, k0, n_keys, rounds)?;
+        exec.mark("buckets")?;
+        w0 = w1;
+    }
+    Ok(())
+}
+
+/// One round of one group of windows.
+struct Group {
+    k0: usize,
+    /// The input level and its number of values (slots).
+    level: u32,
+    n_in: usize,
+    n_threads: usize,
+}
+
+/// The arrays of level `level` (≥ 1): odd levels in index 0, even levels in index 1.
+fn level_index(level: u32) -> usize {
+    ((level + 1) % 2) as usize
+}
+
+/// The points and keys a round reads at input level `level` (level 0 reads the sorted entries;
+/// any arrays stand in for the unread ones).
+fn inputs<B>(ws: &AffineWorkspace<B>, level: u32) -> (&B, &B) {
+    let i = if level == 0 { 1 } else { level_index(level) };
+    (&ws.points[i], &ws.keys[i])
+}
+
+/// msm_affine_stats: the group's largest bucket and its number of entries (downloaded).
+fn stats<E: Exec>(
+    exec: &E,
+    ws: &mut AffineWorkspace<E::Buf>,
+    offsets: &E::Buf,
+    k0: usize,
+    n_keys: usize,
+) -> Result<(u32, usize), GpuMsmError> {
+    exec.zero(&mut ws.stats)?;
+    exec.launch(
+        "msm_affine_stats",
+        blocks(n_keys, INT_BLOCK)?,
+        INT_BLOCK,
+        &[
+            Arg::Buf(&ws.stats),
+            Arg::Buf(offsets),
+            Arg::U32(u32_arg(k0, "first bucket")?),
+            Arg::U32(u32_arg(n_keys, "buckets")?),
+        ],
+    )?;
+    let mut bytes = [0u8; 8];
+    exec.download(&ws.stats, &mut bytes)?;
+    let largest = u32::from_le_bytes(bytes[0..4].try_into().expect("4 bytes"));
+    let entries = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
+    Ok((largest, entries as usize))
+}
+
+/// msm_affine_pairs_<g>: denominators and running products of one round.
+fn pairs<E: Exec, C: GpuCurve>(
+    exec: &E,
+    ws: &AffineWorkspace<E::Buf>,
+    chunk: &SortedChunk<'_, E::Buf>,
+    group: &Group,
+) -> Result<(), GpuMsmError> {
+    let (pts_in, keys_in) = inputs(ws, group.level);
+    exec.launch(
+        kernels_of::<C>().affine_pairs,
+        blocks(group.n_threads, POINT_BLOCK)?,
+        POINT_BLOCK,
+        &[
+            Arg::Buf(&ws.prefix),
+            Arg::Buf(&ws.tree_vals[0]),
+            Arg::Buf(&ws.keys[level_index(group.level + 1)]),
+            Arg::Buf(keys_in),
+            Arg::Buf(chunk.offsets),
+            Arg::U32(u32_arg(group.k0, "first bucket")?),
+            Arg::U32(group.level),
+            Arg::Buf(chunk.sorted),
+            Arg::Buf(chunk.bases),
+            Arg::U64(chunk.base_offset as u64),
+            Arg::Buf(pts_in),
+            Arg::U32(u32_arg(group.n_in, "values")?),
+            Arg::U32(AFFINE_PER as u32),
+            Arg::U32(u32_arg(group.n_threads, "threads")?),
+        ],
+    )
+}
+
+/// msm_affine_sums_<g>: the round's affine sums.
+fn sums<E: Exec, C: GpuCurve>(
+    exec: &E,
+    ws: &AffineWorkspace<E::Buf>,
+    chunk: &SortedChunk<'_, E::Buf>,
+    group: &Group,
+) -> Result<(), GpuMsmError> {
+    let (pts_in, keys_in) = inputs(ws, group.level);
+    exec.launch(
+        kernels_of::<C>().affine_sums,
+        blocks(group.n_threads, POINT_BLOCK)?,
+        POINT_BLOCK,
+        &[
+            Arg::Buf(&ws.points[level_index(group.level + 1)]),
+            Arg::Buf(&ws.prefix),
+            Arg::Buf(&ws.tree_pre[0]),
+            Arg::Buf(keys_in),
+            Arg::Buf(chunk.offsets),
+            Arg::U32(u32_arg(group.k0, "first bucket")?),
+            Arg::U32(group.level),
+            Arg::Buf(chunk.sorted),
+            Arg::Buf(chunk.bases),
+            Arg::U64(chunk.base_offset as u64),
+            Arg::Buf(pts_in),
+            Arg::U32(u32_arg(group.n_in, "values")?),
+            Arg::U32(AFFINE_PER as u32),
+            Arg::U32(u32_arg(group.n_threads, "threads")?),
+        ],
+    )
+}
+
+/// The inverses of `tree_vals[0][..n]` into `tree_pre[0]`: msm_inv_up_<g> level by level,
+/// msm_inv_top_<g>, then msm_inv_down_<g> back down.
+fn invert<E: Exec, C: GpuCurve>(
+    exec: &E,
+    ws: &AffineWorkspace<E::Buf>,
+    n: usize,
+) -> Result<(), GpuMsmError> {
+    let kernels = kernels_of::<C>();
+    let mut sizes = vec![n];
+    while *sizes.last().expect("one level") > super::plan::TREE_TOP {
+        let next = sizes.last().expect("one level").div_ceil(TREE_PER);
+        sizes.push(next);
+    }
+    let top = sizes.len() - 1;
+    for level in 0..top {
+        let groups = sizes[level + 1];
+        exec.launch(
+            kernels.inv_up,
+            blocks(groups, POINT_BLOCK)?,
+            POINT_BLOCK,
+            &[
+                Arg::Buf(&ws.tree_pre[level]),
+                Arg::Buf(&ws.tree_vals[level + 1]),
+                Arg::Buf(&ws.tree_vals[level]),
+                Arg::U32(u32_arg(sizes[level], "tree level")?),
+                Arg::U32(TREE_PER as u32),
+                Arg::U32(u32_arg(groups, "threads")?),
+            ],
+        )?;
+    }
+    exec.launch(
+        kernels.inv_top,
+        1,
+        1,
+        &[
+            Arg::Buf(&ws.tree_pre[top]),
+            Arg::Buf(&ws.tree_vals[top]),
+            Arg::U32(u32_arg(sizes[top], "tree top")?),
+        ],
+    )?;
+    for level in (0..top).rev() {
+        let groups = sizes[level + 1];
+        exec.launch(
+            kernels.inv_down,
+            blocks(groups, POINT_BLOCK)?,
+            POINT_BLOCK,
+            &[
+                Arg::Buf(&ws.tree_pre[level]),
+                Arg::Buf(&ws.tree_vals[level]),
+                Arg::Buf(&ws.tree_pre[level + 1]),
+                Arg::U32(u32_arg(sizes[level], "tree level")?),
+                Arg::U32(TREE_PER as u32),
+                Arg::U32(u32_arg(groups, "threads")?),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// msm_affine_buckets_<g>: each bucket's last value (level `level`) into its XYZZ bucket.
+fn affine_buckets<E: Exec, C: GpuCurve>(
+    exec: &E,
+    ws: &AffineWorkspace<E::Buf>,
+    buckets: &E::Buf,
+    chunk: &SortedChunk<'_, E::Buf>,
+    k0: usize,
+    n_keys: usize,
+    level: u32,
+) -> Result<(), GpuMsmError> {
+    let (pts, _) = inputs(ws, level);
+    exec.launch(
+        kernels_of::<C>().affine_buckets,
+        blocks(n_keys, POINT_BLOCK)?,
+        POINT_BLOCK,
+        &[
+            Arg::Buf(buckets),
+            Arg::Buf(chunk.offsets),
+            Arg::U32(u32_arg(k0, "first bucket")?),
+            Arg::U32(u32_arg(n_keys, "buckets")?),
+            Arg::U32(level),
+            Arg::Buf(chunk.sorted),
+            Arg::Buf(chunk.bases),
+            Arg::U64(chunk.base_offset as u64),
+            Arg::Buf(pts),
+        ],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    /// The level recurrence of kernels/msm/affine.cuh: (base, count) of key κ one level up.
+    fn up((base, count): (usize, usize), kappa: usize) -> (usize, usize) {
+        ((base + kappa) / 2, count.div_ceil(2))
+    }
+
+    proptest! {
+        /// At every level the keys' value ranges are disjoint, in key order, and within the
+        /// size the driver launches for; after ⌈log2(largest)⌉ rounds no key holds two values.
+        #[test]
+        fn levels_stay_disjoint_and_within_bounds(
+            counts in proptest::collection::vec(
+                prop_oneof![3 => 0usize..4, 1 => 0usize..200], 1..300)
+        ) {
+            let n_keys = counts.len();
+            let mut pos: Vec<(usize, usize)> = counts
+                .iter()
+                .scan(0, |start, &c| {
+                    let p = (*start, c);
+                    *start += c;
+                    Some(p)
+                })
+                .collect();
+            let largest = *counts.iter().max().unwrap();
+            let rounds = if largest <= 1 { 0 } else { (largest - 1).ilog2() + 1 };
+            let mut size: usize = counts.iter().sum();
+            for _ in 0..rounds {
+                size = (size + n_keys) / 2;
+                pos = pos.iter().enumerate().map(|(k, &p)| up(p, k)).collect();
+                for k in 0..n_keys {
+                    prop_assert!(pos[k].0 + pos[k].1 <= size);
+                    if k + 1 < n_keys {
+                        prop_assert!(pos[k].0 + pos[k].1 <= pos[k + 1].0);
+                    }
+                }
+            }
+            prop_assert!(pos.iter().all(|&(_, c)| c <= 1));
+        }
+    }
+}

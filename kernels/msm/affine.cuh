@@ -1,0 +1,332 @@
+// Batch-affine bucket sums: the MSM's alternative to msm_accumulate/msm_merge (msm.cu), with
+// affine additions whose inversions are shared by a whole round. Rust launch wrappers:
+// crates/msm/src/gpu/affine.rs (one per kernel, same name).
+//
+// An affine addition costs one inversion and three multiplications; with the inversions of a
+// round batched by Montgomery's trick (three multiplications per element and one inversion per
+// round) it is about six Fp multiplications, against ten for the mixed XYZZ addition.
+//
+// The input is one chunk's counting sort (msm.cu): `offsets[k]` is the first sorted entry of key
+// k and `offsets[k + 1]` the end. The keys of a group of windows [k0, k0 + n_keys) are summed
+// together, level by level. Level 0 is the sorted entries themselves; at level L the values of
+// key κ (counted from k0) are `count_L(κ)` affine points at `base_L(κ) + j` of that level's
+// array, with
+//     base_0(κ) = offsets[k0 + κ] − offsets[k0],   count_0(κ) = offsets[k0 + κ + 1] − offsets[k0 + κ],
+//     base_{L+1}(κ) = ⌊(base_L(κ) + κ) / 2⌋,      count_{L+1}(κ) = ⌈count_L(κ) / 2⌉.
+// Value j of level L + 1 is the sum of values 2j and 2j + 1 of level L (or value 2j alone, the
+// last of an odd count). The base recurrence keeps the keys apart (base_{L+1}(κ + 1) −
+// base_{L+1}(κ) ≥ count_{L+1}(κ), because base_L(κ + 1) − base_L(κ) ≥ count_L(κ)) and shrinks
+// the arrays: size_{L+1} ≤ ⌊(size_L + n_keys) / 2⌋. No prefix sums are needed: each round
+// writes the key of every slot it fills (key + 1; zero marks a gap), and level 0's keys are in
+// the sorted entries. After
+// ⌈log2(max count_0)⌉ rounds every key has at most one value, which msm_affine_buckets adds into
+// its XYZZ bucket.
+//
+// One round (level L → L + 1), `per` input values per thread (about per/2 pairs):
+// 1. msm_affine_pairs: each pair's output slot and key, its denominator d (x_b − x_a, or 2·y_a
+//    to double, or none when the pair needs no inversion: a lone value, infinity, P + (−P)), the
+//    product of the thread's earlier denominators (prefix[slot]) and of all of them (totals[t]).
+//    Reads both points.
+// 2. msm_inv_up / msm_inv_top / msm_inv_down: the inverses of the threads' products by a tree of
+//    the same trick (groups of `per`), with one Fermat inversion at the top.
+// 3. msm_affine_sums: from the last pair back, each pair's 1/d out of the thread's inverse and
+//    prefix, and the affine sum: λ = (y_b − y_a)/d or 3x_a²/d, x = λ² − x_a − x_b,
+//    y = λ(x_a − x) − y_a. Reads both points again, writes the sum.
+// Multiplications per addition: 1 (prefix) + 2 (inverse back-substitution) + 3 (sum), plus
+// about 3/per for the tree. Every addition is exact: doubling, a point plus its negation and the
+// point at infinity (x = y = 0) are their own cases, never a zero denominator.
+#pragma once
+
+#include "curve/xyzz.cuh"
+
+#define MSM_PAIR_ADD 0u  // a + b, distinct x
+#define MSM_PAIR_DBL 1u  // a + a
+#define MSM_PAIR_A 2u    // the sum is a (b absent or infinity)
+#define MSM_PAIR_B 3u    // the sum is b (a infinity)
+#define MSM_PAIR_INF 4u  // a + (−a)
+#define MSM_NO_SLOT 0xffffffffu
+
+struct msm_level_pos {
+    uint32_t base, count;
+};
+
+// Level `level`'s base and count of key κ of the group starting at key k0 (entry e0).
+FR_HD msm_level_pos msm_level_of(const uint32_t* offsets, uint32_t k0, uint32_t e0, uint32_t kappa,
+                                 uint32_t level) {
+    uint32_t start = offsets[k0 + kappa];
+    msm_level_pos p{start - e0, offsets[k0 + kappa + 1] - start};
+    for (uint32_t i = 0; i < level; i++) {
+        p.base = (uint32_t)(((uint64_t)p.base + kappa) >> 1);
+        p.count = (p.count >> 1) + (p.count & 1);
+    }
+    return p;
+}
+
+// Value `idx` of level `level`: a sorted entry's base point (sign applied) at level 0, else
+// pts[idx].
+template <class F>
+FR_HD affine_t<F> msm_level_value(uint32_t level, uint32_t idx, const uint64_t* sorted, uint32_t e0,
+                                  const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts) {
+    if (level == 0) {
+        uint32_t ref = (uint32_t)sorted[e0 + idx];
+        affine_t<F> p = bases[base_offset + (ref & MSM_KEY_MASK)];
+        p.y = f_cneg(p.y, (ref & MSM_SIGN) != 0);
+        return p;
+    }
+    return pts[idx];
+}
+
+// The inputs of output slot j of key κ: values 2j and 2j + 1 (when it exists) of the input level.
+template <class F>
+struct msm_pair_t {
+    affine_t<F> a, b;
+    uint32_t kind;
+    F d;  // the denominator to invert (one when none)
+};
+
+template <class F>
+FR_HD void msm_classify(msm_pair_t<F>& p, bool has_b) {
+    p.d = F::one();
+    if (!has_b || p.b.is_inf()) {
+        p.kind = MSM_PAIR_A;
+    } else if (p.a.is_inf()) {
+        p.kind = MSM_PAIR_B;
+    } else if (!f_eq(p.a.x, p.b.x)) {
+        p.kind = MSM_PAIR_ADD;
+        p.d = f_sub(p.b.x, p.a.x);
+    } else if (f_eq(p.a.y, p.b.y) && !p.a.y.is_zero()) {
+        p.kind = MSM_PAIR_DBL;
+        p.d = f_dbl(p.a.y);
+    } else {
+        p.kind = MSM_PAIR_INF;  // b = −a (or a point of order two doubled)
+    }
+}
+
+// Loads and classifies the pair of output slot j of key κ (input level `level`, position `in`).
+template <class F>
+FR_HD msm_pair_t<F> msm_load_pair(uint32_t level, msm_level_pos in, uint32_t j, const uint64_t* sorted, uint32_t e0,
+                                  const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts) {
+    msm_pair_t<F> p;
+    uint32_t ia = in.base + 2 * j;
+    bool has_b = 2 * j + 1 < in.count;
+    p.a = msm_level_value<F>(level, ia, sorted, e0, bases, base_offset, pts);
+    if (has_b) {
+        p.b = msm_level_value<F>(level, ia + 1, sorted, e0, bases, base_offset, pts);
+    } else {
+        p.b = p.a;
+    }
+    msm_classify(p, has_b);
+    return p;
+}
+
+FR_HD bool msm_needs_inverse(uint32_t kind) { return kind == MSM_PAIR_ADD || kind == MSM_PAIR_DBL; }
+
+// The key (counted from k0) of value i of level `level`, or MSM_NO_SLOT for a gap: level 0 reads
+// it from the sorted entry, later levels from the keys array the previous round wrote (key + 1,
+// zero in a gap).
+FR_HD uint32_t msm_level_key(uint32_t level, uint32_t i, const uint64_t* sorted, uint32_t e0, uint32_t k0,
+                             const uint32_t* keys_in) {
+    if (level == 0) return (uint32_t)(sorted[e0 + i] >> 32) - k0;
+    uint32_t k = keys_in[i];
+    return k == 0 ? MSM_NO_SLOT : k - 1;
+}
+
+// Round step 1 (see the header). Thread t takes the values [t·per, t·per + per) of the input
+// level (n_in of them) and handles each pair whose first value is among them: value j of its key
+// with j even, paired with j + 1 (which may lie past the range). It writes the pair's output slot
+// in the next level (its key + 1 in keys_out, zeroed beforehand) and, for pairs that need an
+// inversion, the product of the thread's earlier denominators (prefix, exclusive); totals[t] is
+// the product of all of them.
+template <class F>
+__device__ __forceinline__ void msm_affine_pairs(F* prefix, F* totals, uint32_t* keys_out, const uint32_t* keys_in,
+                                                 const uint32_t* offsets, uint32_t k0, uint32_t level_in,
+                                                 const uint64_t* sorted, const affine_t<F>* bases,
+                                                 uint64_t base_offset, const affine_t<F>* pts_in, uint32_t n_in,
+                                                 uint32_t per, uint32_t n_threads) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_threads) return;
+    uint32_t e0 = offsets[k0];
+    uint64_t i0 = (uint64_t)t * per;
+    uint32_t i1 = i0 + per < n_in ? (uint32_t)(i0 + per) : n_in;
+    F q = F::one();
+    for (uint32_t i = (uint32_t)i0; i < i1; i++) {
+        uint32_t kappa = msm_level_key(level_in, i, sorted, e0, k0, keys_in);
+        if (kappa == MSM_NO_SLOT) continue;
+        msm_level_pos in = msm_level_of(offsets, k0, e0, kappa, level_in);
+        uint32_t j2 = i - in.base;
+        if (j2 & 1) continue;  // the second value of a pair
+        uint32_t slot = (uint32_t)(((uint64_t)in.base + kappa) >> 1) + j2 / 2;
+        keys_out[slot] = kappa + 1;
+        msm_pair_t<F> p = msm_load_pair<F>(level_in, in, j2 / 2, sorted, e0, bases, base_offset, pts_in);
+        if (msm_needs_inverse(p.kind)) {
+            prefix[slot] = q;
+            q = f_mul(q, p.d);
+        }
+    }
+    totals[t] = q;
+}
+
+// Round step 3 (see the header): the pairs of msm_affine_pairs' thread t, from the last back,
+// given the inverse of that thread's product of denominators.
+template <class F>
+__device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, const F* prefix, const F* inv_totals,
+                                                const uint32_t* keys_in, const uint32_t* offsets, uint32_t k0,
+                                                uint32_t level_in, const uint64_t* sorted,
+                                                const affine_t<F>* bases, uint64_t base_offset,
+                                                const affine_t<F>* pts_in, uint32_t n_in, uint32_t per,
+                                                uint32_t n_threads) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_threads) return;
+    uint64_t i0_64 = (uint64_t)t * per;
+    if (i0_64 >= n_in) return;
+    uint32_t i0 = (uint32_t)i0_64;
+    uint32_t i1 = i0_64 + per < n_in ? (uint32_t)(i0_64 + per) : n_in;
+    uint32_t e0 = offsets[k0];
+    F inv = inv_totals[t];  // 1 / (product of the denominators of the pairs not yet visited)
+    for (uint32_t i = i1; i-- > i0;) {
+        uint32_t kappa = msm_level_key(level_in, i, sorted, e0, k0, keys_in);
+        if (kappa == MSM_NO_SLOT) continue;
+        msm_level_pos in = msm_level_of(offsets, k0, e0, kappa, level_in);
+        uint32_t j2 = i - in.base;
+        if (j2 & 1) continue;
+        uint32_t slot = (uint32_t)(((uint64_t)in.base + kappa) >> 1) + j2 / 2;
+        msm_pair_t<F> p = msm_load_pair<F>(level_in, in, j2 / 2, sorted, e0, bases, base_offset, pts_in);
+        affine_t<F> r;
+        if (msm_needs_inverse(p.kind)) {
+            F d_inv = f_mul(inv, prefix[slot]);
+            inv = f_mul(inv, p.d);
+            F num;
+            if (p.kind == MSM_PAIR_ADD) {
+                num = f_sub(p.b.y, p.a.y);
+            } else {
+                F x2 = f_sqr(p.a.x);
+                num = f_add(f_dbl(x2), x2);
+            }
+            F lambda = f_mul(num, d_inv);
+            r.x = f_sub(f_sub(f_sqr(lambda), p.a.x), p.b.x);
+            r.y = f_sub(f_mul(lambda, f_sub(p.a.x, r.x)), p.a.y);
+        } else if (p.kind == MSM_PAIR_A) {
+            r = p.a;
+        } else if (p.kind == MSM_PAIR_B) {
+            r = p.b;
+        } else {
+            r.x = F::zero();
+            r.y = F::zero();
+        }
+        pts_out[slot] = r;
+    }
+}
+
+// Batch inversion tree, going up: thread g takes vals[g·per, g·per + per) (within n), writes
+// their running products to pre and the group's product to totals[g].
+template <class F>
+__device__ __forceinline__ void msm_inv_up(F* pre, F* totals, const F* vals, uint32_t n, uint32_t per,
+                                           uint32_t n_threads) {
+    uint32_t g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= n_threads) return;
+    uint64_t i0 = (uint64_t)g * per;
+    uint64_t i1 = i0 + per < n ? i0 + per : n;
+    F q = F::one();
+    for (uint64_t i = i0; i < i1; i++) {
+        q = f_mul(q, vals[i]);
+        pre[i] = q;
+    }
+    totals[g] = q;
+}
+
+// Going down: thread g, given inv_totals[g] = 1 / (product of its group), turns the running
+// products in inv (as msm_inv_up wrote them to pre) into the inverses of vals, in place.
+template <class F>
+__device__ __forceinline__ void msm_inv_down(F* inv, const F* vals, const F* inv_totals, uint32_t n, uint32_t per,
+                                             uint32_t n_threads) {
+    uint32_t g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= n_threads) return;
+    uint64_t i0 = (uint64_t)g * per;
+    if (i0 >= n) return;
+    uint64_t i1 = i0 + per < n ? i0 + per : n;
+    F acc = inv_totals[g];
+    for (uint64_t i = i1 - 1; i > i0; i--) {
+        F v = vals[i];
+        inv[i] = f_mul(acc, inv[i - 1]);
+        acc = f_mul(acc, v);
+    }
+    inv[i0] = acc;
+}
+
+// The top of the tree, one thread: inv[i] = 1 / vals[i] for i < n, with one inversion.
+template <class F>
+__device__ __forceinline__ void msm_inv_top(F* inv, const F* vals, uint32_t n) {
+    if (blockIdx.x != 0 || threadIdx.x != 0 || n == 0) return;
+    F q = F::one();
+    for (uint32_t i = 0; i < n; i++) {
+        q = f_mul(q, vals[i]);
+        inv[i] = q;
+    }
+    F acc = f_inv(q);
+    for (uint32_t i = n - 1; i > 0; i--) {
+        F v = vals[i];
+        inv[i] = f_mul(acc, inv[i - 1]);
+        acc = f_mul(acc, v);
+    }
+    inv[0] = acc;
+}
+
+// After the last round: thread κ adds key κ's one value (if any) at `level` into its bucket.
+template <class F>
+__device__ __forceinline__ void msm_affine_buckets(xyzz_t<F>* buckets, const uint32_t* offsets, uint32_t k0,
+                                                   uint32_t n_keys, uint32_t level, const uint64_t* sorted,
+                                                   const affine_t<F>* bases, uint64_t base_offset,
+                                                   const affine_t<F>* pts) {
+    uint32_t kappa = blockIdx.x * blockDim.x + threadIdx.x;
+    if (kappa >= n_keys) return;
+    uint32_t e0 = offsets[k0];
+    msm_level_pos pos = msm_level_of(offsets, k0, e0, kappa, level);
+    if (pos.count == 0) return;
+    affine_t<F> p = msm_level_value<F>(level, pos.base, sorted, e0, bases, base_offset, pts);
+    if (p.is_inf()) return;
+    xyzz_t<F> b = buckets[k0 + kappa];
+    xyzz_add_affine(b, p);
+    buckets[k0 + kappa] = b;
+}
+
+// out[0] = the largest count of keys [k0, k0 + n_keys) (atomic max: out[0] starts at zero),
+// out[1] = their number of entries. One thread per key.
+extern "C" __global__ void msm_affine_stats(uint32_t* out, const uint32_t* offsets, uint32_t k0, uint32_t n_keys) {
+    uint32_t kappa = blockIdx.x * blockDim.x + threadIdx.x;
+    if (kappa >= n_keys) return;
+    atomicMax(&out[0], offsets[k0 + kappa + 1] - offsets[k0 + kappa]);
+    if (kappa == 0) out[1] = offsets[k0 + n_keys] - offsets[k0];
+}
+
+#define MSM_AFFINE_KERNELS(G, F)                                                                            \
+    extern "C" __global__ void msm_affine_pairs_##G(                                                        \
+        F* prefix, F* totals, uint32_t* keys_out, const uint32_t* keys_in, const uint32_t* offsets,        \
+        uint32_t k0, uint32_t level_in, const uint64_t* sorted, const affine_t<F>* bases,                  \
+        uint64_t base_offset, const affine_t<F>* pts_in, uint32_t n_in, uint32_t per, uint32_t n_threads) { \
+        msm_affine_pairs<F>(prefix, totals, keys_out, keys_in, offsets, k0, level_in, sorted, bases,      \
+                            base_offset, pts_in, n_in, per, n_threads);                                    \
+    }                                                                                                      \
+    extern "C" __global__ void msm_affine_sums_##G(                                                         \
+        affine_t<F>* pts_out, const F* prefix, const F* inv_totals, const uint32_t* keys_in,               \
+        const uint32_t* offsets, uint32_t k0, uint32_t level_in, const uint64_t* sorted,                   \
+        const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts_in, uint32_t n_in,          \
+        uint32_t per, uint32_t n_threads) {                                                                \
+        msm_affine_sums<F>(pts_out, prefix, inv_totals, keys_in, offsets, k0, level_in, sorted, bases,    \
+                           base_offset, pts_in, n_in, per, n_threads);                                     \
+    }                                                                                                      \
+    extern "C" __global__ void msm_inv_up_##G(F* pre, F* totals, const F* vals, uint32_t n, uint32_t per,   \
+                                              uint32_t n_threads) {                                         \
+        msm_inv_up<F>(pre, totals, vals, n, per, n_threads);                                               \
+    }                                                                                                      \
+    extern "C" __global__ void msm_inv_down_##G(F* inv, const F* vals, const F* inv_totals, uint32_t n,     \
+                                                uint32_t per, uint32_t n_threads) {                        \
+        msm_inv_down<F>(inv, vals, inv_totals, n, per, n_threads);                                         \
+    }                                                                                                      \
+    extern "C" __global__ void msm_inv_top_##G(F* inv, const F* vals, uint32_t n) {                         \
+        msm_inv_top<F>(inv, vals, n);                                                                      \
+    }                                                                                                      \
+    extern "C" __global__ void msm_affine_buckets_##G(                                                      \
+        xyzz_t<F>* buckets, const uint32_t* offsets, uint32_t k0, uint32_t n_keys, uint32_t level,         \
+        const uint64_t* sorted, const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts) {  \
+        msm_affine_buckets<F>(buckets, offsets, k0, n_keys, level, sorted, bases, base_offset, pts);       \
+    }
