@@ -22,9 +22,17 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/out}
 mkdir -p "$out"
 status=0
+# The binaries travel gzip-compressed (the device tool carries at most 64 MiB).
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+(cd "$here" && find . -name '*.gz') | while read -r f; do
+    mkdir -p "$bin/$(dirname "$f")"
+    gunzip -c "$here/$f" > "$bin/${f%.gz}"
+    chmod +x "$bin/${f%.gz}"
+done
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.sm,driver_version --format=csv \
     > "$out/gpu.txt" 2>&1 || true
-for t in "$here"/tests/*; do
+for t in "$bin"/tests/*; do
     echo "== $(basename "$t")" | tee -a "$out/tests.log"
     case "$(basename "$t")" in
         *-lib) filter=gpu:: ;;
@@ -34,11 +42,11 @@ for t in "$here"/tests/*; do
     "$t" $filter 2>&1 | tee -a "$out/tests.log" || status=1
 done
 echo "== bench_ntt $*" | tee "$out/bench-ntt.log"
-"$here/bench_ntt" --out "$out/bench-ntt.md" "$@" 2>&1 | tee -a "$out/bench-ntt.log" || status=1
+"$bin/bench_ntt" --out "$out/bench-ntt.md" "$@" 2>&1 | tee -a "$out/bench-ntt.log" || status=1
 if [ "${MSM_ARGS:-}" != skip ]; then
     echo "== bench_msm ${MSM_ARGS:-}" | tee "$out/bench-msm.log"
     # shellcheck disable=SC2086
-    "$here/bench_msm" --out "$out/bench-msm.json" ${MSM_ARGS:-} 2>&1 | tee -a "$out/bench-msm.log" || status=1
+    "$bin/bench_msm" --out "$out/bench-msm.json" ${MSM_ARGS:-} 2>&1 | tee -a "$out/bench-msm.log" || status=1
 fi
 grep -E "^test result|FAILED|panicked" "$out/tests.log" || true
 echo "run.sh: exit status $status"
@@ -105,9 +113,9 @@ pub fn run(sh: &Shell, args: &[String]) -> anyhow::Result<()> {
         bytes as f64 / (1 << 20) as f64
     );
     for (name, _) in &tests {
-        println!("  tests/{name}");
+        println!("  tests/{name}.gz");
     }
-    println!("  bench_ntt\n  bench_msm\n  run.sh\n");
+    println!("  bench_ntt.gz\n  bench_msm.gz\n  run.sh\n");
     println!(
         "On the GPU machine (device tool): command `bash target/device/run.sh`, carry [\"target/device\"]."
     );
@@ -162,11 +170,15 @@ fn test_executables(messages: &str) -> anyhow::Result<Vec<(String, PathBuf)>> {
     Ok(out)
 }
 
+/// Copies `from` to `to`, stripped and gzip-compressed (as `to.gz`; run.sh unpacks it).
 fn copy_stripped(sh: &Shell, from: &Path, to: &Path) -> anyhow::Result<()> {
     std::fs::copy(from, to).with_context(|| format!("copying {}", from.display()))?;
     cmd!(sh, "strip {to}")
         .run()
         .with_context(|| format!("stripping {}", to.display()))?;
+    cmd!(sh, "gzip -9 -n -f {to}")
+        .run()
+        .with_context(|| format!("compressing {}", to.display()))?;
     Ok(())
 }
 
