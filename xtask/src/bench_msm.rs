@@ -66,6 +66,11 @@ fn write_docs(path: &Path) -> anyhow::Result<()> {
         let group = r["group"].as_str().unwrap_or("?");
         let log_n = r["log_n"].as_u64().unwrap_or(0);
         let resident = num(r, "resident_ms")?;
+        let affine = num(r, "affine_ms")?;
+        let affine_floor = num(r, "affine_floor_ms")?;
+        let wide = r["wide_ms"]
+            .as_f64()
+            .map_or("-".to_string(), |s| format!("{s:.1}"));
         let floor = num(r, "floor_ms")?;
         let streamed = r["streamed_ms"]
             .as_f64()
@@ -77,9 +82,11 @@ fn write_docs(path: &Path) -> anyhow::Result<()> {
                 format!("{ms:.0} ({:.2}×)", ms / resident)
             });
         table.push_str(&format!(
-            "| {group} | 2^{log_n} | {} | {resident:.1} | {streamed} | {floor:.1} | {:.2} | {sppark} | {} | {:.0} |\n",
+            "| {group} | 2^{log_n} | {} | {resident:.1} | {streamed} | {floor:.1} | {:.2} | {affine:.1} ({:.2}×) | {} | {wide} | {affine_floor:.1} | {sppark} | {} | {:.0} |\n",
             r["window_bits"],
             resident / floor,
+            affine / resident,
+            r["affine_groups"],
             if r["checked"].as_bool() == Some(true) { "yes" } else { "-" },
             num(r, "device_mib")?,
         ));
@@ -97,7 +104,25 @@ fn write_docs(path: &Path) -> anyhow::Result<()> {
                     .collect()
             })
             .unwrap_or_default();
-        stages.push_str(&format!("| {group} | 2^{log_n} | {} |\n", parts.join(", ")));
+        let affine_parts: Vec<String> = r["affine_stages"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|s| {
+                        format!(
+                            "{} {:.2}",
+                            s["stage"].as_str().unwrap_or("?"),
+                            s["ms"].as_f64().unwrap_or(0.0)
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        stages.push_str(&format!(
+            "| {group} | 2^{log_n} | {} | {} |\n",
+            parts.join(", "),
+            affine_parts.join(", ")
+        ));
     }
     let body = format!(
         "Command: `cargo xtask bench msm` (on the GPU machine: the `bench_msm` example built here, \
@@ -105,18 +130,26 @@ fn write_docs(path: &Path) -> anyhow::Result<()> {
          scalars (Montgomery form); each size checked against blst's CPU MSM where marked. Times \
          are CUDA-event medians after a warm-up, from the first kernel to the result on the host \
          (the host's share of the reduction included). *Resident*: bases and scalars in device \
-         memory. *Streamed*: both in (pageable) host memory, copied in chunks of 2^22 points on \
-         a second stream while the previous chunk computes. *Floor*: the plan's bucket additions \
-         (one mixed addition per point and window, two full additions per bucket) times their Fp \
-         multiplications (G1: 10 and 14, G2: 28 and 40), at the Fp multiplication rate of the \
-         throughput probe `msm_bench_fp_mul` in the same run, **{:.1} G/s**.\n\n\
-         | group | n | window (bits) | resident (ms) | streamed (ms) | floor (ms) | resident / floor | sppark, same H200 (ms, our speed-up) | checked | device memory (MiB) |\n\
-         |---|---|---|---|---|---|---|---|---|---|\n{table}\n\
-         Stages of one resident run (CUDA events between stages, summed over chunks, ms): \
-         `digits` signed digits and bucket counts, `scan` prefix sum, `scatter` counting sort, \
+         memory, the default plan (mixed-XYZZ bucket sums). *Streamed*: both in (pageable) host \
+         memory, copied in chunks of 2^22 points on a second stream while the previous chunk \
+         computes. *Floor*: the plan's bucket additions (one mixed addition per point and \
+         window, two full additions per bucket) times their Fp multiplications (G1: 10 and 14, \
+         G2: 28 and 40), at the Fp multiplication rate of the throughput probe `msm_bench_fp_mul` \
+         in the same run, **{:.1} G/s**. *Batch-affine*: the same resident MSM, same run, with \
+         the batch-affine bucket sums (`Accumulation::BatchAffine`), its time over the \
+         default's, its number of window *groups* (scratch within 6 GiB), the time with one \
+         group (all windows at once, where that differs), and its floor (G1: 6, G2: 17 \
+         multiplications per addition).\n\n\
+         | group | n | window (bits) | resident (ms) | streamed (ms) | floor (ms) | resident / floor | batch-affine (ms, ÷ resident) | groups | one group (ms) | batch-affine floor (ms) | sppark, same H200 (ms, our speed-up) | checked | device memory (MiB) |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n{table}\n\
+         Stages (CUDA events between stages, summed over chunks and groups, ms): `digits` \
+         signed digits and bucket counts, `scan` prefix sum, `scatter` counting sort; XYZZ: \
          `accumulate` the bucket sums' first level (the mixed additions), `merge` the later \
-         levels, `reduce` the bucket reduction on the device, `host` the rest on the host.\n\n\
-         | group | n | stages |\n|---|---|---|\n{stages}",
+         levels; batch-affine: `pairs` denominators and running products (with the group's \
+         statistics, downloaded), `invert` the batch inversion tree, `sums` the affine \
+         additions, `buckets` each bucket's last value into its XYZZ bucket; `reduce` the bucket \
+         reduction on the device, `host` the rest on the host.\n\n\
+         | group | n | stages, default (XYZZ) | stages, batch-affine |\n|---|---|---|---|\n{stages}",
         rate / 1e9
     );
     println!("{body}");

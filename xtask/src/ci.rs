@@ -1,7 +1,7 @@
 //! `cargo xtask ci`: everything CI runs, on a machine with no GPU.
 //!
 //! Formatting, clippy (warnings denied), every test, the golden proofs, then the GPU side without
-//! a GPU: every kernel compiled with the pinned nvcc (installed from PyPI when none is found), the
+//! a GPU: the MSM kernels run on the host emulator, every kernel compiled with the pinned nvcc (installed from PyPI when none is found), the
 //! field arithmetic checked on the host, and clippy over the crates built with their `cuda`
 //! feature, so GPU code that does not compile fails CI too.
 
@@ -30,6 +30,14 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     cmd!(sh, "cargo test --workspace --locked")
         .run()
         .context("tests")?;
+    // The MSM kernels' logic (both bucket-sum strategies, every special case) on the host
+    // emulator: the same kernel sources, compiled by the C++ compiler.
+    cmd!(
+        sh,
+        "cargo test --locked -p cuzk-msm --features emu --lib gpu::"
+    )
+    .run()
+    .context("MSM kernel tests on the host emulator")?;
     golden::check(sh)?;
 
     let nvcc = kernels::ensure_nvcc(sh, true)?;

@@ -15,7 +15,9 @@ use std::time::Instant;
 
 use cuzk_field::{G1Projective, G2Projective, Scalar};
 use cuzk_gpu::Device;
-use cuzk_msm::gpu::{Bases, GpuCurve, GpuMsm, ScalarForm, Scalars, DEFAULT_STREAMED_CHUNK};
+use cuzk_msm::gpu::{
+    Accumulation, Bases, GpuCurve, GpuMsm, ScalarForm, Scalars, DEFAULT_STREAMED_CHUNK,
+};
 use cuzk_msm::{MsmCurve, G1, G2};
 use ff::Field;
 use group::Group as _;
@@ -115,9 +117,20 @@ struct Row {
     group: &'static str,
     log_n: u32,
     window_bits: u32,
+    /// Batch-affine groups of windows of the default plan.
+    affine_groups: u32,
     resident_ms: f64,
+    /// The same resident MSM with batch-affine bucket sums (windows in groups of the default
+    /// scratch), same run.
+    affine_ms: f64,
+    /// Batch-affine with scratch for all windows at once, when that differs.
+    wide_ms: Option<f64>,
+    /// Stages of a profiled batch-affine run.
+    affine_stages: Vec<(&'static str, f64)>,
     streamed_ms: Option<f64>,
     floor_ms: f64,
+    /// The floor of the batch-affine additions (about 6 multiplications each in G1).
+    affine_floor_ms: f64,
     checked: bool,
     stages: Vec<(&'static str, f64)>,
     device_mib: f64,
@@ -169,6 +182,40 @@ fn bench_group<C: GpuCurve>(
         let resident_ms = time_runs(gpu, args.reps, || {
             resident();
         });
+        let time_plan = |p: &cuzk_msm::gpu::MsmPlan| {
+            let got = gpu
+                .msm_with_plan::<C>(
+                    p,
+                    Bases::Device(&dev_bases),
+                    Scalars::Device(&dev_scalars, ScalarForm::Montgomery),
+                )
+                .expect("MSM runs");
+            assert_eq!(
+                got, result,
+                "{name} 2^{log_n}: {:?} differs",
+                p.accumulation
+            );
+            time_runs(gpu, args.reps, || {
+                gpu.msm_with_plan::<C>(
+                    p,
+                    Bases::Device(&dev_bases),
+                    Scalars::Device(&dev_scalars, ScalarForm::Montgomery),
+                )
+                .expect("MSM runs");
+            })
+        };
+        let affine = plan.clone().with_accumulation(Accumulation::BatchAffine);
+        let affine_ms = time_plan(&affine);
+        let wide = affine.clone().with_affine_scratch(usize::MAX);
+        let wide_ms =
+            (wide.affine_group_windows != affine.affine_group_windows).then(|| time_plan(&wide));
+        let (_, affine_stages) = gpu
+            .msm_profiled::<C>(
+                &affine,
+                Bases::Device(&dev_bases),
+                Scalars::Device(&dev_scalars, ScalarForm::Montgomery),
+            )
+            .expect("profiled MSM runs");
         let (profiled, stages) = gpu
             .msm_profiled::<C>(
                 &plan,
@@ -194,24 +241,33 @@ fn bench_group<C: GpuCurve>(
             })
         });
         let floor_ms = plan.field_multiplications() as f64 / fp_mul_rate * 1e3;
+        let affine_floor_ms = affine.field_multiplications() as f64 / fp_mul_rate * 1e3;
         let row = Row {
             group: name,
             log_n,
             window_bits: plan.window_bits,
+            affine_groups: affine.affine_groups(),
             resident_ms,
+            affine_ms,
+            wide_ms,
+            affine_stages,
             streamed_ms,
             floor_ms,
+            affine_floor_ms,
             checked,
             stages,
             device_mib: plan.device_bytes() as f64 / (1 << 20) as f64,
         };
         eprintln!(
-            "{name} 2^{log_n}: resident {:.2} ms, streamed {}, floor {:.2} ms, c = {}, stages {}",
+            "{name} 2^{log_n}: resident {:.2} ms (batch-affine {:.2} ms, one group {}), streamed {}, floor {:.2} ms, c = {}, stages {}; batch-affine stages {}",
             row.resident_ms,
+            row.affine_ms,
+            row.wide_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
             row.streamed_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
             row.floor_ms,
             row.window_bits,
-            stages_text(&row.stages)
+            stages_text(&row.stages),
+            stages_text(&row.affine_stages)
         );
         rows.push(row);
     }
@@ -257,15 +313,18 @@ fn main() {
         device.info(),
         fp_mul_rate / 1e9
     );
-    println!("| group | n | window | resident (ms) | streamed (ms) | floor (ms) | resident / floor | checked | stages, resident run (ms) |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| group | n | window | groups | resident (ms) | batch-affine (ms) | one group (ms) | streamed (ms) | floor (ms) | resident / floor | checked | stages, resident run (ms) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
         println!(
-            "| {} | 2^{} | {} | {:.2} | {} | {:.2} | {:.2} | {} | {} |",
+            "| {} | 2^{} | {} | {} | {:.2} | {:.2} | {} | {} | {:.2} | {:.2} | {} | {} |",
             r.group,
             r.log_n,
             r.window_bits,
+            r.affine_groups,
             r.resident_ms,
+            r.affine_ms,
+            r.wide_ms.map_or("-".into(), |v| format!("{v:.2}")),
             r.streamed_ms.map_or("-".into(), |v| format!("{v:.2}")),
             r.floor_ms,
             r.resident_ms / r.floor_ms,
@@ -280,22 +339,29 @@ fn main() {
             "  \"fp_mul_per_s\": {fp_mul_rate:.6e},\n  \"rows\": [\n"
         ));
         for (i, r) in rows.iter().enumerate() {
-            let stages: Vec<String> = r
-                .stages
-                .iter()
-                .map(|(s, ms)| format!("{{\"stage\": \"{s}\", \"ms\": {ms:.4}}}"))
-                .collect();
+            let stages_json = |stages: &[(&'static str, f64)]| {
+                stages
+                    .iter()
+                    .map(|(s, ms)| format!("{{\"stage\": \"{s}\", \"ms\": {ms:.4}}}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
             json.push_str(&format!(
-                "    {{\"group\": \"{}\", \"log_n\": {}, \"window_bits\": {}, \"resident_ms\": {:.4}, \"streamed_ms\": {}, \"floor_ms\": {:.4}, \"checked\": {}, \"device_mib\": {:.1}, \"stages\": [{}]}}{}\n",
+                "    {{\"group\": \"{}\", \"log_n\": {}, \"window_bits\": {}, \"affine_groups\": {}, \"resident_ms\": {:.4}, \"affine_ms\": {:.4}, \"wide_ms\": {}, \"streamed_ms\": {}, \"floor_ms\": {:.4}, \"affine_floor_ms\": {:.4}, \"checked\": {}, \"device_mib\": {:.1}, \"stages\": [{}], \"affine_stages\": [{}]}}{}\n",
                 r.group,
                 r.log_n,
                 r.window_bits,
+                r.affine_groups,
                 r.resident_ms,
+                r.affine_ms,
+                r.wide_ms.map_or("null".into(), |v| format!("{v:.4}")),
                 r.streamed_ms.map_or("null".into(), |v| format!("{v:.4}")),
                 r.floor_ms,
+                r.affine_floor_ms,
                 r.checked,
                 r.device_mib,
-                stages.join(", "),
+                stages_json(&r.stages),
+                stages_json(&r.affine_stages),
                 if i + 1 < rows.len() { "," } else { "" }
             ));
         }
