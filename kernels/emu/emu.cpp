@@ -54,6 +54,7 @@ static const EmuKernel emu_kernels[] = {
     EMU_KERNEL(msm_scan_add, false),
     EMU_KERNEL(msm_scatter, false),
     EMU_KERNEL(msm_affine_stats, false),
+    EMU_KERNEL(msm_affine_slots, false),
     EMU_GROUP(g1),
     EMU_GROUP(g2),
     EMU_KERNEL(msm_test_fp, false),

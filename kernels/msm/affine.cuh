@@ -22,14 +22,17 @@
 // ⌈log2(max count_0)⌉ rounds every key has at most one value, which msm_affine_buckets adds into
 // its XYZZ bucket.
 //
-// One round (level L → L + 1), `per` input values per thread (about per/2 pairs):
-// 1. msm_affine_pairs: each pair's output slot and key, its denominator d (x_b − x_a, or 2·y_a
-//    to double, or none when the pair needs no inversion: a lone value, infinity, P + (−P)), the
-//    product of the thread's earlier denominators (prefix[slot]) and of all of them (totals[t]).
-//    Reads both points.
+// One round (level L → L + 1):
+// 0. msm_affine_slots: one thread per input value writes the key of its pair's output slot
+//    (integer work only), so that the arithmetic kernels give every thread `per` output slots
+//    and no thread idles on the second value of a pair.
+// 1. msm_affine_pairs: each slot's denominator d (x_b − x_a, or 2·y_a to double, or none when
+//    the pair needs no inversion: a lone value, infinity, P + (−P)), the product of the
+//    thread's earlier denominators (prefix[slot]) and of all of them (totals[t]). Reads both
+//    points.
 // 2. msm_inv_up / msm_inv_top / msm_inv_down: the inverses of the threads' products by a tree of
 //    the same trick (groups of `per`), with one Fermat inversion at the top.
-// 3. msm_affine_sums: from the last pair back, each pair's 1/d out of the thread's inverse and
+// 3. msm_affine_sums: from the last slot back, each pair's 1/d out of the thread's inverse and
 //    prefix, and the affine sum: λ = (y_b − y_a)/d or 3x_a²/d, x = λ² − x_a − x_b,
 //    y = λ(x_a − x) − y_a. Reads both points again, writes the sum.
 // Multiplications per addition: 1 (prefix) + 2 (inverse back-substitution) + 3 (sum), plus
@@ -62,6 +65,38 @@ FR_HD msm_level_pos msm_level_of(const uint32_t* offsets, uint32_t k0, uint32_t 
     return p;
 }
 
+// Affine points move as 16-byte words: a point is 96 (G1) or 192 (G2) bytes and every array of
+// them is a whole cuzk-gpu DeviceBuffer (cuMemAlloc: 256-byte aligned; cuzk-gpu makes no views
+// at offsets), so each point is 16-byte aligned. Element-wise, ptxas
+// issued one 4-byte load per limb, and the loads queued up behind each other (ncu: a third of
+// msm_affine_pairs' stalls were a full load/store queue).
+template <class F>
+FR_HD affine_t<F> msm_load_affine(const affine_t<F>* p) {
+    static_assert(sizeof(affine_t<F>) % 16 == 0, "points are whole 16-byte words");
+#if defined(__CUDA_ARCH__)
+    affine_t<F> r;
+    const uint4* src = reinterpret_cast<const uint4*>(p);
+    uint4* dst = reinterpret_cast<uint4*>(&r);
+#pragma unroll
+    for (int i = 0; i < (int)(sizeof(affine_t<F>) / 16); i++) dst[i] = src[i];
+    return r;
+#else
+    return *p;
+#endif
+}
+
+template <class F>
+FR_HD void msm_store_affine(affine_t<F>* p, const affine_t<F>& v) {
+#if defined(__CUDA_ARCH__)
+    const uint4* src = reinterpret_cast<const uint4*>(&v);
+    uint4* dst = reinterpret_cast<uint4*>(p);
+#pragma unroll
+    for (int i = 0; i < (int)(sizeof(affine_t<F>) / 16); i++) dst[i] = src[i];
+#else
+    *p = v;
+#endif
+}
+
 // Value `idx` of level `level`: a sorted entry's base point (sign applied) at level 0, else
 // pts[idx].
 template <class F>
@@ -69,11 +104,11 @@ FR_HD affine_t<F> msm_level_value(uint32_t level, uint32_t idx, const uint64_t* 
                                   const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts) {
     if (level == 0) {
         uint32_t ref = (uint32_t)sorted[e0 + idx];
-        affine_t<F> p = bases[base_offset + (ref & MSM_KEY_MASK)];
+        affine_t<F> p = msm_load_affine(&bases[base_offset + (ref & MSM_KEY_MASK)]);
         p.y = f_cneg(p.y, (ref & MSM_SIGN) != 0);
         return p;
     }
-    return pts[idx];
+    return msm_load_affine(&pts[idx]);
 }
 
 // The inputs of output slot j of key κ: values 2j and 2j + 1 (when it exists) of the input level.
@@ -131,69 +166,87 @@ FR_HD uint32_t msm_level_key(uint32_t level, uint32_t i, const uint64_t* sorted,
     return k == 0 ? MSM_NO_SLOT : k - 1;
 }
 
-// Round step 1 (see the header). Thread t takes the values [t·per, t·per + per) of the input
-// level (n_in of them) and handles each pair whose first value is among them: value j of its key
-// with j even, paired with j + 1 (which may lie past the range). It writes the pair's output slot
-// in the next level (its key + 1 in keys_out, zeroed beforehand) and, for pairs that need an
-// inversion, the product of the thread's earlier denominators (prefix, exclusive); totals[t] is
-// the product of all of them.
+// Round step 0: the keys of the next level's slots. Thread i takes value i of the input level
+// (n_in of them); when it is the first of its pair (value j of its key with j even) it writes
+// key + 1 at the pair's output slot. keys_out is zeroed beforehand, so zero marks a gap.
+extern "C" __global__ void msm_affine_slots(uint32_t* keys_out, const uint32_t* keys_in, const uint32_t* offsets,
+                                            uint32_t k0, uint32_t level_in, const uint64_t* sorted,
+                                            uint32_t n_in) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_in) return;
+    uint32_t e0 = offsets[k0];
+    uint32_t kappa = msm_level_key(level_in, i, sorted, e0, k0, keys_in);
+    if (kappa == MSM_NO_SLOT) return;
+    msm_level_pos in = msm_level_of(offsets, k0, e0, kappa, level_in);
+    uint32_t j2 = i - in.base;
+    if (j2 & 1) return;  // the second value of a pair
+    keys_out[(uint32_t)(((uint64_t)in.base + kappa) >> 1) + j2 / 2] = kappa + 1;
+}
+
+// The pair of output slot s (keys_out as msm_affine_slots wrote it), loaded and classified;
+// false for a gap between two keys' slots.
 template <class F>
-__device__ __forceinline__ void msm_affine_pairs(F* prefix, F* totals, uint32_t* keys_out, const uint32_t* keys_in,
+FR_HD bool msm_round_pair(msm_pair_t<F>& p, uint32_t s, const uint32_t* keys_out, const uint32_t* offsets,
+                          uint32_t k0, uint32_t e0, uint32_t level_in, const uint64_t* sorted,
+                          const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts_in) {
+    uint32_t key = keys_out[s];
+    if (key == 0) return false;
+    uint32_t kappa = key - 1;
+    msm_level_pos in = msm_level_of(offsets, k0, e0, kappa, level_in);
+    uint32_t j = s - (uint32_t)(((uint64_t)in.base + kappa) >> 1);
+    p = msm_load_pair<F>(level_in, in, j, sorted, e0, bases, base_offset, pts_in);
+    return true;
+}
+
+// Round step 1 (see the header). Thread t takes the output slots [t·per, t·per + per) (n_out of
+// them): for each pair that needs an inversion, the product of the thread's earlier denominators
+// (prefix[slot], exclusive); totals[t] is the product of all of them.
+template <class F>
+__device__ __forceinline__ void msm_affine_pairs(F* prefix, F* totals, const uint32_t* keys_out,
                                                  const uint32_t* offsets, uint32_t k0, uint32_t level_in,
                                                  const uint64_t* sorted, const affine_t<F>* bases,
-                                                 uint64_t base_offset, const affine_t<F>* pts_in, uint32_t n_in,
+                                                 uint64_t base_offset, const affine_t<F>* pts_in, uint32_t n_out,
                                                  uint32_t per, uint32_t n_threads) {
     uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_threads) return;
     uint32_t e0 = offsets[k0];
-    uint64_t i0 = (uint64_t)t * per;
-    uint32_t i1 = i0 + per < n_in ? (uint32_t)(i0 + per) : n_in;
+    uint64_t s0 = (uint64_t)t * per;
+    uint32_t s1 = s0 + per < n_out ? (uint32_t)(s0 + per) : n_out;
     F q = F::one();
-    for (uint32_t i = (uint32_t)i0; i < i1; i++) {
-        uint32_t kappa = msm_level_key(level_in, i, sorted, e0, k0, keys_in);
-        if (kappa == MSM_NO_SLOT) continue;
-        msm_level_pos in = msm_level_of(offsets, k0, e0, kappa, level_in);
-        uint32_t j2 = i - in.base;
-        if (j2 & 1) continue;  // the second value of a pair
-        uint32_t slot = (uint32_t)(((uint64_t)in.base + kappa) >> 1) + j2 / 2;
-        keys_out[slot] = kappa + 1;
-        msm_pair_t<F> p = msm_load_pair<F>(level_in, in, j2 / 2, sorted, e0, bases, base_offset, pts_in);
+    for (uint32_t s = (uint32_t)s0; s < s1; s++) {
+        msm_pair_t<F> p;
+        if (!msm_round_pair(p, s, keys_out, offsets, k0, e0, level_in, sorted, bases, base_offset, pts_in)) continue;
         if (msm_needs_inverse(p.kind)) {
-            prefix[slot] = q;
+            prefix[s] = q;
             q = f_mul(q, p.d);
         }
     }
     totals[t] = q;
 }
 
-// Round step 3 (see the header): the pairs of msm_affine_pairs' thread t, from the last back,
+// Round step 3 (see the header): the slots of msm_affine_pairs' thread t, from the last back,
 // given the inverse of that thread's product of denominators.
 template <class F>
 __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, const F* prefix, const F* inv_totals,
-                                                const uint32_t* keys_in, const uint32_t* offsets, uint32_t k0,
+                                                const uint32_t* keys_out, const uint32_t* offsets, uint32_t k0,
                                                 uint32_t level_in, const uint64_t* sorted,
                                                 const affine_t<F>* bases, uint64_t base_offset,
-                                                const affine_t<F>* pts_in, uint32_t n_in, uint32_t per,
+                                                const affine_t<F>* pts_in, uint32_t n_out, uint32_t per,
                                                 uint32_t n_threads) {
     uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_threads) return;
-    uint64_t i0_64 = (uint64_t)t * per;
-    if (i0_64 >= n_in) return;
-    uint32_t i0 = (uint32_t)i0_64;
-    uint32_t i1 = i0_64 + per < n_in ? (uint32_t)(i0_64 + per) : n_in;
+    uint64_t s0_64 = (uint64_t)t * per;
+    if (s0_64 >= n_out) return;
+    uint32_t s0 = (uint32_t)s0_64;
+    uint32_t s1 = s0_64 + per < n_out ? (uint32_t)(s0_64 + per) : n_out;
     uint32_t e0 = offsets[k0];
     F inv = inv_totals[t];  // 1 / (product of the denominators of the pairs not yet visited)
-    for (uint32_t i = i1; i-- > i0;) {
-        uint32_t kappa = msm_level_key(level_in, i, sorted, e0, k0, keys_in);
-        if (kappa == MSM_NO_SLOT) continue;
-        msm_level_pos in = msm_level_of(offsets, k0, e0, kappa, level_in);
-        uint32_t j2 = i - in.base;
-        if (j2 & 1) continue;
-        uint32_t slot = (uint32_t)(((uint64_t)in.base + kappa) >> 1) + j2 / 2;
-        msm_pair_t<F> p = msm_load_pair<F>(level_in, in, j2 / 2, sorted, e0, bases, base_offset, pts_in);
+    for (uint32_t s = s1; s-- > s0;) {
+        msm_pair_t<F> p;
+        if (!msm_round_pair(p, s, keys_out, offsets, k0, e0, level_in, sorted, bases, base_offset, pts_in)) continue;
         affine_t<F> r;
         if (msm_needs_inverse(p.kind)) {
-            F d_inv = f_mul(inv, prefix[slot]);
+            F d_inv = f_mul(inv, prefix[s]);
             inv = f_mul(inv, p.d);
             F num;
             if (p.kind == MSM_PAIR_ADD) {
@@ -213,7 +266,7 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, const F* p
             r.x = F::zero();
             r.y = F::zero();
         }
-        pts_out[slot] = r;
+        msm_store_affine(&pts_out[s], r);
     }
 }
 
@@ -300,19 +353,19 @@ extern "C" __global__ void msm_affine_stats(uint32_t* out, const uint32_t* offse
 
 #define MSM_AFFINE_KERNELS(G, F)                                                                            \
     extern "C" __global__ void msm_affine_pairs_##G(                                                        \
-        F* prefix, F* totals, uint32_t* keys_out, const uint32_t* keys_in, const uint32_t* offsets,        \
-        uint32_t k0, uint32_t level_in, const uint64_t* sorted, const affine_t<F>* bases,                  \
-        uint64_t base_offset, const affine_t<F>* pts_in, uint32_t n_in, uint32_t per, uint32_t n_threads) { \
-        msm_affine_pairs<F>(prefix, totals, keys_out, keys_in, offsets, k0, level_in, sorted, bases,      \
-                            base_offset, pts_in, n_in, per, n_threads);                                    \
+        F* prefix, F* totals, const uint32_t* keys_out, const uint32_t* offsets, uint32_t k0,              \
+        uint32_t level_in, const uint64_t* sorted, const affine_t<F>* bases, uint64_t base_offset,         \
+        const affine_t<F>* pts_in, uint32_t n_out, uint32_t per, uint32_t n_threads) {                     \
+        msm_affine_pairs<F>(prefix, totals, keys_out, offsets, k0, level_in, sorted, bases, base_offset,  \
+                            pts_in, n_out, per, n_threads);                                                \
     }                                                                                                      \
     extern "C" __global__ void msm_affine_sums_##G(                                                         \
-        affine_t<F>* pts_out, const F* prefix, const F* inv_totals, const uint32_t* keys_in,               \
+        affine_t<F>* pts_out, const F* prefix, const F* inv_totals, const uint32_t* keys_out,              \
         const uint32_t* offsets, uint32_t k0, uint32_t level_in, const uint64_t* sorted,                   \
-        const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts_in, uint32_t n_in,          \
+        const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts_in, uint32_t n_out,         \
         uint32_t per, uint32_t n_threads) {                                                                \
-        msm_affine_sums<F>(pts_out, prefix, inv_totals, keys_in, offsets, k0, level_in, sorted, bases,    \
-                           base_offset, pts_in, n_in, per, n_threads);                                     \
+        msm_affine_sums<F>(pts_out, prefix, inv_totals, keys_out, offsets, k0, level_in, sorted, bases,   \
+                           base_offset, pts_in, n_out, per, n_threads);                                    \
     }                                                                                                      \
     extern "C" __global__ void msm_inv_up_##G(F* pre, F* totals, const F* vals, uint32_t n, uint32_t per,   \
                                               uint32_t n_threads) {                                         \

@@ -91,21 +91,23 @@ pub(crate) fn accumulate<E: Exec, C: GpuCurve>(
         };
         let mut size = entries;
         for level in 0..rounds {
-            let n_threads = size.div_ceil(AFFINE_PER);
+            let n_out = (size + n_keys) / 2;
             let group = Group {
                 k0,
                 level,
                 n_in: size,
-                n_threads,
+                n_out,
+                n_threads: n_out.div_ceil(AFFINE_PER),
             };
             exec.zero(&mut ws.keys[level_index(level + 1)])?;
+            slots(exec, ws, chunk, &group)?;
             pairs::<E, C>(exec, ws, chunk, &group)?;
             exec.mark("pairs")?;
-            invert::<E, C>(exec, ws, n_threads)?;
+            invert::<E, C>(exec, ws, group.n_threads)?;
             exec.mark("invert")?;
             sums::<E, C>(exec, ws, chunk, &group)?;
             exec.mark("sums")?;
-            size = (size + n_keys) / 2;
+            size = n_out;
         }
         affine_buckets::<E, C>(exec, ws, buckets, chunk, k0, n_keys, rounds)?;
         exec.mark("buckets")?;
@@ -117,9 +119,11 @@ pub(crate) fn accumulate<E: Exec, C: GpuCurve>(
 /// One round of one group of windows.
 struct Group {
     k0: usize,
-    /// The input level and its number of values (slots).
+    /// The input level, its number of values and the output level's number of slots.
     level: u32,
     n_in: usize,
+    n_out: usize,
+    /// Threads of the arithmetic kernels, AFFINE_PER output slots each.
     n_threads: usize,
 }
 
@@ -162,6 +166,30 @@ fn stats<E: Exec>(
     Ok((largest, entries as usize))
 }
 
+/// msm_affine_slots: the keys of the round's output slots, one thread per input value.
+fn slots<E: Exec>(
+    exec: &E,
+    ws: &AffineWorkspace<E::Buf>,
+    chunk: &SortedChunk<'_, E::Buf>,
+    group: &Group,
+) -> Result<(), GpuMsmError> {
+    let (_, keys_in) = inputs(ws, group.level);
+    exec.launch(
+        "msm_affine_slots",
+        blocks(group.n_in, INT_BLOCK)?,
+        INT_BLOCK,
+        &[
+            Arg::Buf(&ws.keys[level_index(group.level + 1)]),
+            Arg::Buf(keys_in),
+            Arg::Buf(chunk.offsets),
+            Arg::U32(u32_arg(group.k0, "first bucket")?),
+            Arg::U32(group.level),
+            Arg::Buf(chunk.sorted),
+            Arg::U32(u32_arg(group.n_in, "values")?),
+        ],
+    )
+}
+
 /// msm_affine_pairs_<g>: denominators and running products of one round.
 fn pairs<E: Exec, C: GpuCurve>(
     exec: &E,
@@ -169,7 +197,7 @@ fn pairs<E: Exec, C: GpuCurve>(
     chunk: &SortedChunk<'_, E::Buf>,
     group: &Group,
 ) -> Result<(), GpuMsmError> {
-    let (pts_in, keys_in) = inputs(ws, group.level);
+    let (pts_in, _) = inputs(ws, group.level);
     exec.launch(
         kernels_of::<C>().affine_pairs,
         blocks(group.n_threads, POINT_BLOCK)?,
@@ -178,7 +206,6 @@ fn pairs<E: Exec, C: GpuCurve>(
             Arg::Buf(&ws.prefix),
             Arg::Buf(&ws.tree_vals[0]),
             Arg::Buf(&ws.keys[level_index(group.level + 1)]),
-            Arg::Buf(keys_in),
             Arg::Buf(chunk.offsets),
             Arg::U32(u32_arg(group.k0, "first bucket")?),
             Arg::U32(group.level),
@@ -186,7 +213,7 @@ fn pairs<E: Exec, C: GpuCurve>(
             Arg::Buf(chunk.bases),
             Arg::U64(chunk.base_offset as u64),
             Arg::Buf(pts_in),
-            Arg::U32(u32_arg(group.n_in, "values")?),
+            Arg::U32(u32_arg(group.n_out, "slots")?),
             Arg::U32(AFFINE_PER as u32),
             Arg::U32(u32_arg(group.n_threads, "threads")?),
         ],
@@ -200,7 +227,7 @@ fn sums<E: Exec, C: GpuCurve>(
     chunk: &SortedChunk<'_, E::Buf>,
     group: &Group,
 ) -> Result<(), GpuMsmError> {
-    let (pts_in, keys_in) = inputs(ws, group.level);
+    let (pts_in, _) = inputs(ws, group.level);
     exec.launch(
         kernels_of::<C>().affine_sums,
         blocks(group.n_threads, POINT_BLOCK)?,
@@ -209,7 +236,7 @@ fn sums<E: Exec, C: GpuCurve>(
             Arg::Buf(&ws.points[level_index(group.level + 1)]),
             Arg::Buf(&ws.prefix),
             Arg::Buf(&ws.tree_pre[0]),
-            Arg::Buf(keys_in),
+            Arg::Buf(&ws.keys[level_index(group.level + 1)]),
             Arg::Buf(chunk.offsets),
             Arg::U32(u32_arg(group.k0, "first bucket")?),
             Arg::U32(group.level),
@@ -217,7 +244,7 @@ fn sums<E: Exec, C: GpuCurve>(
             Arg::Buf(chunk.bases),
             Arg::U64(chunk.base_offset as u64),
             Arg::Buf(pts_in),
-            Arg::U32(u32_arg(group.n_in, "values")?),
+            Arg::U32(u32_arg(group.n_out, "slots")?),
             Arg::U32(AFFINE_PER as u32),
             Arg::U32(u32_arg(group.n_threads, "threads")?),
         ],

@@ -112,6 +112,7 @@ pub(crate) const KERNEL_NAMES: &[&str] = &[
     "msm_scan_add",
     "msm_scatter",
     "msm_affine_stats",
+    "msm_affine_slots",
     "msm_accumulate_g1",
     "msm_merge_g1",
     "msm_reduce_g1",

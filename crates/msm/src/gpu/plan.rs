@@ -95,9 +95,8 @@ pub(crate) const REDUCE_SEG: usize = 16;
 pub(crate) const REDUCE_FINAL: usize = 16;
 /// Entries per tile of the prefix sum (kernels/msm/msm.cu, MSM_SCAN_TILE).
 pub(crate) const SCAN_TILE: usize = 2048;
-/// Input values per thread of a batch-affine round, about half as many pairs
-/// (kernels/msm/affine.cuh).
-pub(crate) const AFFINE_PER: usize = 16;
+/// Output slots (pairs) per thread of a batch-affine round (kernels/msm/affine.cuh).
+pub(crate) const AFFINE_PER: usize = 8;
 /// Elements per thread of the batch inversion tree, and the most the top thread inverts. Short
 /// groups: the tree is bound by the latency of its chains of dependent multiplications (about
 /// 1.8 µs per Fp multiplication in one thread on the H200), not by their number.
@@ -295,8 +294,8 @@ impl MsmPlan {
         let level2 = (level1 + keys) / 2 + 1;
         let odd = level1.max(keys + 1);
         let even = level2.max(keys + 1);
-        // A round's threads take AFFINE_PER input values each; level 0 is the largest input.
-        let mut tree = vec![entries.max(odd).div_ceil(AFFINE_PER)];
+        // A round's threads take AFFINE_PER output slots each; level 1 is the largest output.
+        let mut tree = vec![odd.div_ceil(AFFINE_PER)];
         while *tree.last().expect("one level") > TREE_TOP {
             let next = tree.last().expect("one level").div_ceil(TREE_PER);
             tree.push(next);
