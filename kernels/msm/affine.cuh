@@ -183,23 +183,43 @@ extern "C" __global__ void msm_affine_slots(uint32_t* keys_out, const uint32_t* 
     keys_out[(uint32_t)(((uint64_t)in.base + kappa) >> 1) + j2 / 2] = kappa + 1;
 }
 
-// The pair of output slot s (keys_out as msm_affine_slots wrote it), loaded and classified;
-// false for a gap between two keys' slots.
+// Where the inputs of output slot s lie (keys_out as msm_affine_slots wrote it): its key's
+// position at the input level and its index j there; invalid for a gap between two keys' slots.
+struct msm_slot_t {
+    msm_level_pos in;
+    uint32_t j;
+    bool valid;
+};
+
+FR_HD msm_slot_t msm_slot_of(uint32_t s, const uint32_t* keys_out, const uint32_t* offsets, uint32_t k0,
+                             uint32_t e0, uint32_t level_in) {
+    msm_slot_t slot;
+    uint32_t key = keys_out[s];
+    slot.valid = key != 0;
+    if (!slot.valid) return slot;
+    uint32_t kappa = key - 1;
+    slot.in = msm_level_of(offsets, k0, e0, kappa, level_in);
+    slot.j = s - (uint32_t)(((uint64_t)slot.in.base + kappa) >> 1);
+    return slot;
+}
+
+// The pair of output slot s, loaded and classified; false for a gap.
 template <class F>
 FR_HD bool msm_round_pair(msm_pair_t<F>& p, uint32_t s, const uint32_t* keys_out, const uint32_t* offsets,
                           uint32_t k0, uint32_t e0, uint32_t level_in, const uint64_t* sorted,
                           const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts_in) {
-    uint32_t key = keys_out[s];
-    if (key == 0) return false;
-    uint32_t kappa = key - 1;
-    msm_level_pos in = msm_level_of(offsets, k0, e0, kappa, level_in);
-    uint32_t j = s - (uint32_t)(((uint64_t)in.base + kappa) >> 1);
-    p = msm_load_pair<F>(level_in, in, j, sorted, e0, bases, base_offset, pts_in);
+    msm_slot_t slot = msm_slot_of(s, keys_out, offsets, k0, e0, level_in);
+    if (!slot.valid) return false;
+    p = msm_load_pair<F>(level_in, slot.in, slot.j, sorted, e0, bases, base_offset, pts_in);
     return true;
 }
 
+// Output slots per thread of the arithmetic kernels (the host's AFFINE_PER): msm_affine_pairs
+// locates all of a thread's slots before loading any point, so their lookups overlap.
+#define MSM_AFFINE_PER 8u
+
 // Round step 1 (see the header). Thread t takes the output slots [t·per, t·per + per) (n_out of
-// them): for each pair that needs an inversion, the product of the thread's earlier denominators
+// them; per <= MSM_AFFINE_PER): for each pair that needs an inversion, the product of the thread's earlier denominators
 // (prefix[slot], exclusive); totals[t] is the product of all of them.
 template <class F>
 __device__ __forceinline__ void msm_affine_pairs(F* prefix, F* totals, const uint32_t* keys_out,
@@ -212,12 +232,21 @@ __device__ __forceinline__ void msm_affine_pairs(F* prefix, F* totals, const uin
     uint32_t e0 = offsets[k0];
     uint64_t s0 = (uint64_t)t * per;
     uint32_t s1 = s0 + per < n_out ? (uint32_t)(s0 + per) : n_out;
+    // ncu: each slot's chain of dependent loads (key, offsets, entries, points), slot after
+    // slot, left this kernel waiting on memory most of the time; the lookups of all slots first.
+    msm_slot_t slots[MSM_AFFINE_PER];
+#pragma unroll
+    for (uint32_t k = 0; k < MSM_AFFINE_PER; k++) {
+        slots[k].valid = false;
+        if (k < per && s0 + k < s1) slots[k] = msm_slot_of((uint32_t)s0 + k, keys_out, offsets, k0, e0, level_in);
+    }
     F q = F::one();
-    for (uint32_t s = (uint32_t)s0; s < s1; s++) {
-        msm_pair_t<F> p;
-        if (!msm_round_pair(p, s, keys_out, offsets, k0, e0, level_in, sorted, bases, base_offset, pts_in)) continue;
+#pragma unroll
+    for (uint32_t k = 0; k < MSM_AFFINE_PER; k++) {
+        if (!slots[k].valid) continue;
+        msm_pair_t<F> p = msm_load_pair<F>(level_in, slots[k].in, slots[k].j, sorted, e0, bases, base_offset, pts_in);
         if (msm_needs_inverse(p.kind)) {
-            prefix[s] = q;
+            prefix[s0 + k] = q;
             q = f_mul(q, p.d);
         }
     }

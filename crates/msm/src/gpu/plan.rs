@@ -95,7 +95,8 @@ pub(crate) const REDUCE_SEG: usize = 16;
 pub(crate) const REDUCE_FINAL: usize = 16;
 /// Entries per tile of the prefix sum (kernels/msm/msm.cu, MSM_SCAN_TILE).
 pub(crate) const SCAN_TILE: usize = 2048;
-/// Output slots (pairs) per thread of a batch-affine round (kernels/msm/affine.cuh).
+/// Output slots (pairs) per thread of a batch-affine round (kernels/msm/affine.cuh; at most its
+/// MSM_AFFINE_PER).
 pub(crate) const AFFINE_PER: usize = 8;
 /// Elements per thread of the batch inversion tree, and the most the top thread inverts. Short
 /// groups: the tree is bound by the latency of its chains of dependent multiplications (about
