@@ -114,8 +114,8 @@ pub enum Accumulation {
     Xyzz,
     /// Affine additions in rounds that halve every bucket's list, the inversions of a round
     /// shared by one batch inversion (kernels/msm/affine.cuh): about 6.4 Fp multiplications per
-    /// addition in G1, but more memory traffic, divergent threads and latency-bound inversion
-    /// trees; measured 1.8× slower than `Xyzz` (docs/benchmarks.md).
+    /// addition in G1, but more memory traffic, chains of dependent loads and latency-bound
+    /// inversion trees; measured 1.2–1.5× slower than `Xyzz` (docs/benchmarks.md).
     BatchAffine,
 }
 
