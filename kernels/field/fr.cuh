@@ -113,20 +113,26 @@ struct fr_t {
     }
 };
 
-// a + b mod r, for a, b < r.
-FR_HD fr_t fr_add(const fr_t& a, const fr_t& b) {
-    fr_t s, t;
-    s.l[0] = add_cc(a.l[0], b.l[0]);
-#pragma unroll
-    for (int i = 1; i < 8; i++) s.l[i] = addc_cc(a.l[i], b.l[i]);
-    // s < 2r < 2^256: no carry out. Subtract r and keep the difference when it did not borrow.
+// s mod r for s < 2r: subtracts r and keeps the difference when it did not borrow.
+FR_HD fr_t fr_reduce_once(const fr_t& s) {
+    fr_t t;
     t.l[0] = sub_cc(s.l[0], fr_modulus(0));
 #pragma unroll
     for (int i = 1; i < 8; i++) t.l[i] = subc_cc(s.l[i], fr_modulus(i));
     uint32_t borrow = subc(0, 0);  // 0 or 0xffffffff
 #pragma unroll
-    for (int i = 0; i < 8; i++) s.l[i] = borrow ? s.l[i] : t.l[i];
-    return s;
+    for (int i = 0; i < 8; i++) t.l[i] = borrow ? s.l[i] : t.l[i];
+    return t;
+}
+
+// a + b mod r, for a, b < r.
+FR_HD fr_t fr_add(const fr_t& a, const fr_t& b) {
+    fr_t s;
+    s.l[0] = add_cc(a.l[0], b.l[0]);
+#pragma unroll
+    for (int i = 1; i < 8; i++) s.l[i] = addc_cc(a.l[i], b.l[i]);
+    // s < 2r < 2^256: no carry out.
+    return fr_reduce_once(s);
 }
 
 // a - b mod r, for a, b < r.
@@ -234,18 +240,12 @@ FR_HD void row_next(uint32_t e[8], uint32_t o[8], const fr_t& a, uint32_t b) {
 
 // Final division by 2^32 and conditional subtraction: returns (e[1..8] + o) mod r.
 FR_HD fr_t finish(const uint32_t e[8], const uint32_t o[8]) {
-    fr_t s, t;
+    fr_t s;
     s.l[0] = add_cc(o[0], e[1]);
 #pragma unroll
     for (int i = 1; i < 7; i++) s.l[i] = addc_cc(o[i], e[i + 1]);
     s.l[7] = addc(o[7], 0);
-    t.l[0] = sub_cc(s.l[0], fr_modulus(0));
-#pragma unroll
-    for (int i = 1; i < 8; i++) t.l[i] = subc_cc(s.l[i], fr_modulus(i));
-    uint32_t borrow = subc(0, 0);
-#pragma unroll
-    for (int i = 0; i < 8; i++) s.l[i] = borrow ? s.l[i] : t.l[i];
-    return s;
+    return fr_reduce_once(s);
 }
 
 }  // namespace fr_detail

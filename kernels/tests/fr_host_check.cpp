@@ -1,4 +1,4 @@
-// Host check of kernels/field/fr.cuh: the same arithmetic, with the PTX carry instructions
+// Host check of kernels/field/fr.cuh and mont52.cuh: the same arithmetic, with the PTX carry instructions
 // emulated in C, driven by fr_host_check.py (which holds the big-integer reference).
 //
 //   g++ -O2 -std=c++17 -I kernels kernels/tests/fr_host_check.cpp -o /tmp/fr_host_check
@@ -11,6 +11,7 @@
 #include <string>
 
 #include "field/fr.cuh"
+#include "field/mont52.cuh"
 
 static fr_t parse(const char* hex) {
     fr_t r;
@@ -32,6 +33,7 @@ int main() {
         else if (o == "sub") r = fr_sub(a, b);
         else if (o == "neg") r = fr_neg(a);
         else if (o == "mul") r = fr_mul(a, b);
+        else if (o == "mul52") r = fr_mul52(a, fr52::multiplier(b));
         else if (o == "sqr") r = fr_sqr(a);
         else if (o == "inv") r = fr_inv(a);
         else if (o == "pow") r = fr_pow(a, b.l);

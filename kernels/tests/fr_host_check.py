@@ -1,4 +1,4 @@
-"""Differential check of kernels/field/fr.cuh's arithmetic on the host (see fr_host_check.cpp)."""
+"""Differential check of kernels/field/fr.cuh's and mont52.cuh's arithmetic on the host (see fr_host_check.cpp)."""
 import random
 import subprocess
 import sys
@@ -29,6 +29,9 @@ def main():
         # The second operand of mul may be any 256-bit value.
         wide = rng.randrange(R)
         cases.append(("mul", a, wide, a * wide * RINV % P))
+        # The FP64-pipe multiplication (mont52.cuh): any 256-bit first operand, b < P.
+        cases.append(("mul52", a, b, a * b * RINV % P))
+        cases.append(("mul52", wide, b, wide * b * RINV % P))
         cases.append(("sqr", a, 0, a * a * RINV % P))
         cases.append(("to_mont", a, 0, a * R % P))
         cases.append(("to_mont", wide, 0, wide * R % P))

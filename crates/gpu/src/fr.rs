@@ -2,8 +2,9 @@
 //!
 //! The arithmetic itself (`kernels/field/fr.cuh`) is a header every other kernel includes; this
 //! module owns its element-wise test kernels (`fr_test_<op>`, one per [`FrOp`], checked against
-//! blstrs by `tests/fr.rs`) and `fr_bench_mul`, the multiplication throughput probe that gives
-//! the benchmarks their integer floor.
+//! blstrs by `tests/fr.rs`) and the multiplication throughput probes ([`MulProbe`]): `fr_bench_mul`
+//! gives the benchmarks their integer floor, the others measure the FP64-pipe multiplication of
+//! `kernels/field/mont52.cuh` beside it.
 #![allow(unsafe_code)]
 
 use cuzk_field::layout::FrLimbs;
@@ -24,6 +25,8 @@ pub enum FrOp {
     Neg,
     /// `a · b` (Montgomery product of Montgomery forms).
     Mul,
+    /// `a · b` again, on the FP64 pipe (`fr_mul52`, kernels/field/mont52.cuh; `b` < r).
+    Mul52,
     /// `a²`.
     Sqr,
     /// `a^e`, with `b` holding the exponent as a plain 256-bit integer.
@@ -38,11 +41,12 @@ pub enum FrOp {
 
 impl FrOp {
     /// Every operation.
-    pub const ALL: [FrOp; 9] = [
+    pub const ALL: [FrOp; 10] = [
         FrOp::Add,
         FrOp::Sub,
         FrOp::Neg,
         FrOp::Mul,
+        FrOp::Mul52,
         FrOp::Sqr,
         FrOp::Pow,
         FrOp::Inv,
@@ -57,11 +61,46 @@ impl FrOp {
             FrOp::Sub => "fr_test_sub",
             FrOp::Neg => "fr_test_neg",
             FrOp::Mul => "fr_test_mul",
+            FrOp::Mul52 => "fr_test_mul52",
             FrOp::Sqr => "fr_test_sqr",
             FrOp::Pow => "fr_test_pow",
             FrOp::Inv => "fr_test_inv",
             FrOp::ToMont => "fr_test_to_mont",
             FrOp::FromMont => "fr_test_from_mont",
+        }
+    }
+}
+
+/// A multiplication throughput probe (`fr_bench_*`): four independent chains of multiplications
+/// per thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MulProbe {
+    /// The integer multiplication `fr_mul` (`fr_bench_mul`): the rate the benchmark floors use.
+    Integer,
+    /// The same held to 64 registers, four blocks of 256 threads per SM (`fr_bench_mul_o4`).
+    IntegerO4,
+    /// The FP64-pipe multiplication `fr_mul52` (`fr_bench_mul52`).
+    Fp64,
+    /// Two chains of each kind, interleaved (`fr_bench_mul_hybrid`).
+    Hybrid,
+}
+
+impl MulProbe {
+    /// Every probe.
+    pub const ALL: [MulProbe; 4] = [
+        MulProbe::Integer,
+        MulProbe::IntegerO4,
+        MulProbe::Fp64,
+        MulProbe::Hybrid,
+    ];
+
+    /// The probe's kernel.
+    pub fn kernel_name(self) -> &'static str {
+        match self {
+            MulProbe::Integer => "fr_bench_mul",
+            MulProbe::IntegerO4 => "fr_bench_mul_o4",
+            MulProbe::Fp64 => "fr_bench_mul52",
+            MulProbe::Hybrid => "fr_bench_mul_hybrid",
         }
     }
 }
@@ -72,8 +111,7 @@ pub struct FrKernels {
     device: Device,
     _module: Module,
     ops: Vec<(FrOp, Kernel)>,
-    bench_mul: Kernel,
-    bench_mul_o4: Kernel,
+    probes: Vec<(MulProbe, Kernel)>,
 }
 
 /// Threads per block of the element-wise kernels.
@@ -87,14 +125,15 @@ impl FrKernels {
             .iter()
             .map(|&op| Ok((op, module.kernel(op.kernel_name())?)))
             .collect::<Result<Vec<_>, GpuError>>()?;
-        let bench_mul = module.kernel("fr_bench_mul")?;
-        let bench_mul_o4 = module.kernel("fr_bench_mul_o4")?;
+        let probes = MulProbe::ALL
+            .iter()
+            .map(|&p| Ok((p, module.kernel(p.kernel_name())?)))
+            .collect::<Result<Vec<_>, GpuError>>()?;
         Ok(Self {
             device: device.clone(),
             _module: module,
             ops,
-            bench_mul,
-            bench_mul_o4,
+            probes,
         })
     }
 
@@ -164,27 +203,24 @@ impl FrKernels {
         stream.download(&out)
     }
 
-    /// Launches the throughput probe `fr_bench_mul` over `data` (two elements per thread,
-    /// `2 · threads` elements) and returns the number of multiplications it performs.
+    /// Launches the throughput probe `probe` over `data` (two elements per thread,
+    /// `2 · threads` elements, blocks of `block` threads; 256 for [`MulProbe::IntegerO4`]) and
+    /// returns the number of multiplications it performs.
     pub fn bench_mul(
         &self,
+        probe: MulProbe,
         stream: &Stream,
         data: &mut DeviceBuffer<FrLimbs>,
         block: u32,
         iters: u32,
     ) -> Result<u64, GpuError> {
-        self.launch_bench(&self.bench_mul, stream, data, block, iters)
-    }
-
-    /// [`FrKernels::bench_mul`] held to 64 registers per thread (`fr_bench_mul_o4`, four blocks
-    /// of 256 threads per SM): the multiplication rate at a higher occupancy.
-    pub fn bench_mul_o4(
-        &self,
-        stream: &Stream,
-        data: &mut DeviceBuffer<FrLimbs>,
-        iters: u32,
-    ) -> Result<u64, GpuError> {
-        self.launch_bench(&self.bench_mul_o4, stream, data, 256, iters)
+        let kernel = &self
+            .probes
+            .iter()
+            .find(|(p, _)| *p == probe)
+            .expect("every probe is loaded")
+            .1;
+        self.launch_bench(kernel, stream, data, block, iters)
     }
 
     fn launch_bench(

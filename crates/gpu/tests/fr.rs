@@ -4,7 +4,7 @@
 
 use cuzk_field::layout::{FrLimbs, FR_MODULUS};
 use cuzk_field::Scalar;
-use cuzk_gpu::fr::{FrKernels, FrOp};
+use cuzk_gpu::fr::{FrKernels, FrOp, MulProbe};
 use ff::{Field, PrimeField};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -61,6 +61,7 @@ fn check_all_ops(k: &FrKernels, a: &[Scalar], b: &[Scalar], exps: &[[u64; 4]]) {
     check(k, FrOp::Sub, &la, &lb, &map(&|i| a[i] - b[i]));
     check(k, FrOp::Neg, &la, &lb, &map(&|i| -a[i]));
     check(k, FrOp::Mul, &la, &lb, &map(&|i| a[i] * b[i]));
+    check(k, FrOp::Mul52, &la, &lb, &map(&|i| a[i] * b[i]));
     check(k, FrOp::Sqr, &la, &lb, &map(&|i| a[i].square()));
     check(
         k,
@@ -186,19 +187,43 @@ fn fr_random_values_match_blstrs() {
 }
 
 #[test]
-fn fr_bench_probe_runs() {
+fn fr_bench_probes_agree() {
     let Some(k) = kernels() else { return };
     let stream = k.device().default_stream();
     let mut rng = ChaCha20Rng::seed_from_u64(7);
-    let host: Vec<FrLimbs> = (0..512)
+    let host: Vec<FrLimbs> = (0..1024)
         .map(|_| FrLimbs::from(Scalar::random(&mut rng)))
         .collect();
-    let mut data = stream.upload(&host).unwrap();
-    let muls = k.bench_mul(&stream, &mut data, 128, 4).unwrap();
-    assert_eq!(muls, 4 * 4 * 256);
-    // The probe's output stays a canonical field element.
-    let out = stream.download(&data).unwrap();
-    assert!(Scalar::try_from(out[0]).is_ok());
+    // Every probe runs the same four chains (integer, FP64 or both kinds of multiplication), so
+    // all of them leave the same sums behind.
+    let mut outputs = Vec::new();
+    for probe in MulProbe::ALL {
+        let mut data = stream.upload(&host).unwrap();
+        let muls = k.bench_mul(probe, &stream, &mut data, 256, 5).unwrap();
+        assert_eq!(muls, 4 * 5 * 512);
+        let out = stream.download(&data).unwrap();
+        let sums: Vec<FrLimbs> = out.iter().step_by(2).copied().collect();
+        assert!(
+            sums.iter().all(|s| Scalar::try_from(*s).is_ok()),
+            "{probe:?}: not canonical"
+        );
+        outputs.push((probe, sums));
+    }
+    // The chains' value from the host: c · m^5 for (c, m) = (x, y), (y, x), (x + y, y), (x − y, x).
+    let want: Vec<FrLimbs> = host
+        .chunks(2)
+        .map(|p| {
+            let (x, y) = (
+                Scalar::try_from(p[0]).unwrap(),
+                Scalar::try_from(p[1]).unwrap(),
+            );
+            let (x5, y5) = (x.pow_vartime([5]), y.pow_vartime([5]));
+            FrLimbs::from(x * y5 + y * x5 + (x + y) * y5 + (x - y) * x5)
+        })
+        .collect();
+    for (probe, sums) in &outputs {
+        assert_eq!(sums, &want, "{probe:?} differs from the host");
+    }
 }
 
 #[test]

@@ -13,7 +13,7 @@ use std::error::Error;
 use std::fmt::Write as _;
 
 use cuzk_field::layout::{FrLimbs, FR_MODULUS};
-use cuzk_gpu::fr::FrKernels;
+use cuzk_gpu::fr::{FrKernels, MulProbe};
 use cuzk_gpu::{Device, DeviceBuffer, Stream};
 use cuzk_ntt::gpu::{GpuNtt, NttConfig, Transform};
 use cuzk_ntt::{cpu, Domain, Order, Scalar};
@@ -132,9 +132,9 @@ fn copy_bandwidth(stream: &Stream) -> Res<f64> {
     Ok(2.0 * len as f64 / (median(times) * 1e-3))
 }
 
-/// Fr Montgomery multiplications per second (`fr_bench_mul`, four independent chains per thread;
-/// `fr_bench_mul_o4` with `o4`).
-fn multiplication_rate(device: &Device, stream: &Stream, o4: bool) -> Res<f64> {
+/// Fr Montgomery multiplications per second of one throughput probe (four independent chains per
+/// thread, 2048 threads per SM).
+fn multiplication_rate(device: &Device, stream: &Stream, probe: MulProbe) -> Res<f64> {
     let k = FrKernels::load(device)?;
     let threads = device.info().sm_count as usize * 2048;
     let mut data = stream.upload(&random_limbs(2 * threads, 1))?;
@@ -142,11 +142,7 @@ fn multiplication_rate(device: &Device, stream: &Stream, o4: bool) -> Res<f64> {
     let mut muls = 0;
     for i in 0..7 {
         let start = stream.record_event()?;
-        muls = if o4 {
-            k.bench_mul_o4(stream, &mut data, 256)?
-        } else {
-            k.bench_mul(stream, &mut data, 256, 256)?
-        };
+        muls = k.bench_mul(probe, stream, &mut data, 256, 256)?;
         let end = stream.record_event()?;
         let ms = start.elapsed_ms(&end)? as f64;
         if i >= 2 {
@@ -228,15 +224,19 @@ fn main() -> Res<()> {
     let info = device.info();
     writeln!(md, "GPU: {info}")?;
     let bw = copy_bandwidth(&stream)?;
-    let rate = multiplication_rate(&device, &stream, false)?;
-    let rate_o4 = multiplication_rate(&device, &stream, true)?;
+    let rate = multiplication_rate(&device, &stream, MulProbe::Integer)?;
+    let rate_o4 = multiplication_rate(&device, &stream, MulProbe::IntegerO4)?;
+    let rate_f64 = multiplication_rate(&device, &stream, MulProbe::Fp64)?;
+    let rate_hybrid = multiplication_rate(&device, &stream, MulProbe::Hybrid)?;
     writeln!(
         md,
-        "Device-to-device copy: {:.0} GB/s (read + write); Fr multiplication (fr_bench_mul): {:.1} G/s ({:.2} ps each); at 64 registers (fr_bench_mul_o4): {:.1} G/s\n",
+        "Device-to-device copy: {:.0} GB/s (read + write); Fr multiplication (fr_bench_mul): {:.1} G/s ({:.2} ps each); at 64 registers (fr_bench_mul_o4): {:.1} G/s; on the FP64 pipe (fr_bench_mul52): {:.1} G/s; half of each (fr_bench_mul_hybrid): {:.1} G/s\n",
         bw / 1e9,
         rate / 1e9,
         1e12 / rate,
-        rate_o4 / 1e9
+        rate_o4 / 1e9,
+        rate_f64 / 1e9,
+        rate_hybrid / 1e9
     )?;
     print!("{md}");
 
