@@ -9,11 +9,11 @@
 // limbs and a modulus whose low limb is not 1: the products a[j]·b[i] with j even accumulate into
 // one array and those with j odd into another, offset by one limb, so every product lands on an
 // aligned pair of limbs. Each pair (mad.lo.cc + madc.hi.cc on the same operands) is written as
-// ONE inline-asm statement: ptxas then fuses it into a single IMAD.WIDE.U32.X (64-bit multiply-
-// add with carry). Written as two statements, as `fr.cuh` does, ptxas emits IMAD + IMAD.HI.U32 +
-// IADD3.X for each product instead: about 1060 instructions per multiplication on sm_90 against
-// about 360 this way (counted with cuobjdump). The reduction factor is m = t0·(−p⁻¹ mod 2^32)
-// and the products m·p[j] use the same fused pairs. One multiplication is 144 products for a·b,
+// ONE inline-asm statement (`madc_pair_cc` and friends, fr.cuh): ptxas then fuses it into a single
+// IMAD.WIDE.U32.X (64-bit multiply-add with carry). Written as two statements, ptxas emits
+// IMAD + IMAD.HI.U32 + IADD3.X for each product instead: about 1060 instructions per
+// multiplication on sm_90 against about 360 this way (counted with cuobjdump). The reduction
+// factor is m = t0·(−p⁻¹ mod 2^32) and the products m·p[j] use the same fused pairs. One multiplication is 144 products for a·b,
 // 144 for the reduction and 12 for the factors.
 //
 // Bounds: p < 2^381, so after each row the accumulator T = even + 2^32·odd stays below 2p and
@@ -118,49 +118,6 @@ FR_HD fp_t fp_neg(const fp_t& a) {
 // −a when `negate`, else a.
 FR_HD fp_t fp_cneg(const fp_t& a, bool negate) { return negate ? fp_neg(a) : a; }
 
-// Fused multiply-add pairs on an aligned pair of limbs (lo, hi) += a·b, in the carry chain.
-// On the device each pair is one asm statement, which ptxas turns into one IMAD.WIDE.U32(.X);
-// on the host, the emulated instructions of `fr.cuh` in the same order.
-#if defined(__CUDA_ARCH__)
-// (lo, hi) += a·b, starting a carry chain (no carry in), carry out.
-FR_D void fp_mad_pair_cc(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b) {
-    asm volatile("mad.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;"
-                 : "+r"(lo), "+r"(hi) : "r"(a), "r"(b));
-}
-// (lo, hi) += a·b + carry in, carry out.
-FR_D void fp_madc_pair_cc(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b) {
-    asm volatile("madc.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;"
-                 : "+r"(lo), "+r"(hi) : "r"(a), "r"(b));
-}
-// (lo, hi) += a·b + carry in, ending the chain (no carry out).
-FR_D void fp_madc_pair(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b) {
-    asm volatile("madc.lo.cc.u32 %0, %2, %3, %0; madc.hi.u32 %1, %2, %3, %1;"
-                 : "+r"(lo), "+r"(hi) : "r"(a), "r"(b));
-}
-// (lo, hi) = a·b + (c_lo, c_hi) + carry in, carry out.
-FR_D void fp_madc_pair_to_cc(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b, uint32_t c_lo, uint32_t c_hi) {
-    asm volatile("madc.lo.cc.u32 %0, %2, %3, %4; madc.hi.cc.u32 %1, %2, %3, %5;"
-                 : "=r"(lo), "=r"(hi) : "r"(a), "r"(b), "r"(c_lo), "r"(c_hi));
-}
-#else
-inline void fp_mad_pair_cc(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b) {
-    lo = mad_lo_cc(a, b, lo);
-    hi = madc_hi_cc(a, b, hi);
-}
-inline void fp_madc_pair_cc(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b) {
-    lo = madc_lo_cc(a, b, lo);
-    hi = madc_hi_cc(a, b, hi);
-}
-inline void fp_madc_pair(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b) {
-    lo = madc_lo_cc(a, b, lo);
-    hi = madc_hi(a, b, hi);
-}
-inline void fp_madc_pair_to_cc(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b, uint32_t c_lo, uint32_t c_hi) {
-    lo = madc_lo_cc(a, b, c_lo);
-    hi = madc_hi_cc(a, b, c_hi);
-}
-#endif
-
 namespace fp_detail {
 
 // First row: e = a_even·b0, o = a_odd·b0 (aligned lo/hi pairs; o[k] weighs 2^(32(k+1))).
@@ -181,14 +138,14 @@ FR_HD void row_first(uint32_t e[12], uint32_t o[12], const fp_t& a, uint32_t b) 
 FR_HD void reduce(uint32_t e[12], uint32_t o[12]) {
     uint32_t m = mul_lo(e[0], FP_M0);
     // Odd limbs of p into o.
-    fp_mad_pair_cc(o[0], o[1], m, fp_modulus(1));
+    mad_pair_cc(o[0], o[1], m, fp_modulus(1));
 #pragma unroll
-    for (int q = 1; q < 5; q++) fp_madc_pair_cc(o[2 * q], o[2 * q + 1], m, fp_modulus(2 * q + 1));
-    fp_madc_pair(o[10], o[11], m, fp_modulus(11));
+    for (int q = 1; q < 5; q++) madc_pair_cc(o[2 * q], o[2 * q + 1], m, fp_modulus(2 * q + 1));
+    madc_pair(o[10], o[11], m, fp_modulus(11));
     // Even limbs of p into e.
-    fp_mad_pair_cc(e[0], e[1], m, fp_modulus(0));
+    mad_pair_cc(e[0], e[1], m, fp_modulus(0));
 #pragma unroll
-    for (int q = 1; q < 6; q++) fp_madc_pair_cc(e[2 * q], e[2 * q + 1], m, fp_modulus(2 * q));
+    for (int q = 1; q < 6; q++) madc_pair_cc(e[2 * q], e[2 * q + 1], m, fp_modulus(2 * q));
     o[11] = addc(o[11], 0);
 }
 
@@ -201,15 +158,15 @@ FR_HD void row_next(uint32_t e[12], uint32_t o[12], const fp_t& a, uint32_t b) {
     // New odd array: old e[k+2] plus the odd products.
 #pragma unroll
     for (int q = 0; q < 5; q++) {
-        fp_madc_pair_to_cc(e[2 * q], e[2 * q + 1], a.l[2 * q + 1], b, e[2 * q + 2], e[2 * q + 3]);
+        madc_pair_to_cc(e[2 * q], e[2 * q + 1], a.l[2 * q + 1], b, e[2 * q + 2], e[2 * q + 3]);
     }
     e[10] = 0;
     e[11] = 0;
-    fp_madc_pair(e[10], e[11], a.l[11], b);
+    madc_pair(e[10], e[11], a.l[11], b);
     // New even array: old o plus the even products; its carry weighs 2^384, like e[11]'s limb.
-    fp_mad_pair_cc(o[0], o[1], a.l[0], b);
+    mad_pair_cc(o[0], o[1], a.l[0], b);
 #pragma unroll
-    for (int q = 1; q < 6; q++) fp_madc_pair_cc(o[2 * q], o[2 * q + 1], a.l[2 * q], b);
+    for (int q = 1; q < 6; q++) madc_pair_cc(o[2 * q], o[2 * q + 1], a.l[2 * q], b);
     e[11] = addc(e[11], 0);
 }
 

@@ -8,11 +8,11 @@
 // even accumulate into one array and those with j odd into another, offset by one limb, so every
 // product lands on an aligned pair of limbs and each (mad.lo.cc, madc.hi.cc) pair becomes one
 // 64-bit multiply-add with carry (IMAD.WIDE.U32.X) in SASS. The reduction factor needs no
-// multiply: r ≡ 1 (mod 2^32), so -r^-1 ≡ -1 and m = -t0. On sm_90 one multiplication compiles to
-// about 112 IMAD.WIDE(.X) and 150 IADD3(.X), and no IMAD.HI. Its speed is bounded by the 32x32->64
-// multiplies (IMAD.WIDE occupies the multiply pipe about twice as long as IMAD): about 54 G
-// multiplications/s on an H200 (crates/ntt/examples/bench_ntt.rs measures it), whatever the
-// occupancy.
+// multiply: r ≡ 1 (mod 2^32), so -r^-1 ≡ -1 and m = -t0; its products m·r[j] are fused pairs
+// too (`madc_pair_cc`), and r[0] = 1, r[1] = 2^32 − 1 cost no multiplication. Its speed is
+// bounded by the 32x32->64 multiplies (IMAD.WIDE occupies the heavy multiply pipe twice as long
+// as IMAD; ncu: that pipe 81% busy): about 55 G multiplications/s on an H200
+// (crates/ntt/examples/bench_ntt.rs measures it), whatever the occupancy.
 //
 // Bounds: r < 2^255 (top limb 0x73eda753 < 2^31) is what lets the odd array's top limb absorb
 // every carry, so no carry is dropped. `mul(a, b)` needs a < r and accepts any b < 2^256; its
@@ -70,6 +70,49 @@ inline uint32_t madc_hi(uint32_t a, uint32_t b, uint32_t c) { return (uint32_t)(
 inline uint32_t mul_lo(uint32_t a, uint32_t b) { return a * b; }
 inline uint32_t mul_hi(uint32_t a, uint32_t b) { return (uint32_t)(((uint64_t)a * b) >> 32); }
 
+#endif
+
+// Fused multiply-add pairs on an aligned pair of limbs (lo, hi) += a·b, in the carry chain.
+// On the device each pair is one asm statement, which ptxas turns into one IMAD.WIDE.U32(.X);
+// on the host, the emulated instructions above in the same order.
+#if defined(__CUDA_ARCH__)
+// (lo, hi) += a·b, starting a carry chain (no carry in), carry out.
+FR_D void mad_pair_cc(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b) {
+    asm volatile("mad.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;"
+                 : "+r"(lo), "+r"(hi) : "r"(a), "r"(b));
+}
+// (lo, hi) += a·b + carry in, carry out.
+FR_D void madc_pair_cc(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b) {
+    asm volatile("madc.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;"
+                 : "+r"(lo), "+r"(hi) : "r"(a), "r"(b));
+}
+// (lo, hi) += a·b + carry in, ending the chain (no carry out).
+FR_D void madc_pair(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b) {
+    asm volatile("madc.lo.cc.u32 %0, %2, %3, %0; madc.hi.u32 %1, %2, %3, %1;"
+                 : "+r"(lo), "+r"(hi) : "r"(a), "r"(b));
+}
+// (lo, hi) = a·b + (c_lo, c_hi) + carry in, carry out.
+FR_D void madc_pair_to_cc(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b, uint32_t c_lo, uint32_t c_hi) {
+    asm volatile("madc.lo.cc.u32 %0, %2, %3, %4; madc.hi.cc.u32 %1, %2, %3, %5;"
+                 : "=r"(lo), "=r"(hi) : "r"(a), "r"(b), "r"(c_lo), "r"(c_hi));
+}
+#else
+inline void mad_pair_cc(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b) {
+    lo = mad_lo_cc(a, b, lo);
+    hi = madc_hi_cc(a, b, hi);
+}
+inline void madc_pair_cc(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b) {
+    lo = madc_lo_cc(a, b, lo);
+    hi = madc_hi_cc(a, b, hi);
+}
+inline void madc_pair(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b) {
+    lo = madc_lo_cc(a, b, lo);
+    hi = madc_hi(a, b, hi);
+}
+inline void madc_pair_to_cc(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t b, uint32_t c_lo, uint32_t c_hi) {
+    lo = madc_lo_cc(a, b, c_lo);
+    hi = madc_hi_cc(a, b, c_hi);
+}
 #endif
 
 // ---------------------------------------------------------------------------------------------
@@ -177,39 +220,27 @@ FR_HD void row_first(uint32_t e[8], uint32_t o[8], const fr_t& a, uint32_t b) {
 // Adds m·r with m = -e[0], which clears e[0]. The value T = e + 2^32·o is kept; the even chain's
 // carry (weight 2^256) goes into o[7]; the odd chain cannot carry out (see the bounds above).
 //
-// The products m·r[j] are taken as plain 32x32->64 multiplies (IMAD.WIDE.U32) and added with
-// carry chains (IADD3.X). Written as mad.lo.cc/madc.hi.cc pairs like the products of a·b, ptxas
-// splits them into IMAD.X + IMAD.HI.U32.X (the high half alone runs at half rate), which made the
-// whole multiplication about 1.6x more expensive on the multiply pipe.
+// The products m·r[j] are fused multiply-add pairs (one asm statement each, as in fp.cuh), which
+// leaves their carry chains to the multiply instructions: 55.4 G multiplications/s on the H200
+// against 54.3 with plain products added by IADD3.X chains (same run, the `fr_bench_mul` loop).
+// r[0] = 1 makes m·r[0] = m, and r[1] = 2^32 − 1 makes m·r[1] = (m − [m != 0])·2^32 + (2^32 − m)
+// mod 2^64: two ALU operations instead of a multiplication.
 FR_HD void reduce(uint32_t e[8], uint32_t o[8]) {
     uint32_t m = 0u - e[0];
-    // r[1] = 2^32 - 1, so m·r[1] = (m - [m != 0])·2^32 + (2^32 - m) mod 2^64: two ALU operations
-    // instead of a multiplication (the multiply pipe is what bounds this function).
     uint32_t t1_lo = sub_cc(0, m);
     uint32_t t1_hi = subc(m, 0);
-    uint64_t t3 = (uint64_t)m * fr_modulus(3);
-    uint64_t t5 = (uint64_t)m * fr_modulus(5), t7 = (uint64_t)m * fr_modulus(7);
-    uint64_t t2 = (uint64_t)m * fr_modulus(2), t4 = (uint64_t)m * fr_modulus(4);
-    uint64_t t6 = (uint64_t)m * fr_modulus(6);
     // Odd limbs of r into o (o[k] weighs 2^(32(k+1))).
     o[0] = add_cc(o[0], t1_lo);
     o[1] = addc_cc(o[1], t1_hi);
-    o[2] = addc_cc(o[2], (uint32_t)t3);
-    o[3] = addc_cc(o[3], (uint32_t)(t3 >> 32));
-    o[4] = addc_cc(o[4], (uint32_t)t5);
-    o[5] = addc_cc(o[5], (uint32_t)(t5 >> 32));
-    o[6] = addc_cc(o[6], (uint32_t)t7);
-    o[7] = addc(o[7], (uint32_t)(t7 >> 32));
-    // Even limbs of r into e. r[0] = 1, so m·r[0] = (m, 0): e[0] + m = 0 with a carry when
-    // e[0] != 0.
+    madc_pair_cc(o[2], o[3], m, fr_modulus(3));
+    madc_pair_cc(o[4], o[5], m, fr_modulus(5));
+    madc_pair(o[6], o[7], m, fr_modulus(7));
+    // Even limbs of r into e: e[0] + m = 0, with a carry when e[0] != 0.
     e[0] = add_cc(e[0], m);
     e[1] = addc_cc(e[1], 0);
-    e[2] = addc_cc(e[2], (uint32_t)t2);
-    e[3] = addc_cc(e[3], (uint32_t)(t2 >> 32));
-    e[4] = addc_cc(e[4], (uint32_t)t4);
-    e[5] = addc_cc(e[5], (uint32_t)(t4 >> 32));
-    e[6] = addc_cc(e[6], (uint32_t)t6);
-    e[7] = addc_cc(e[7], (uint32_t)(t6 >> 32));
+    madc_pair_cc(e[2], e[3], m, fr_modulus(2));
+    madc_pair_cc(e[4], e[5], m, fr_modulus(4));
+    madc_pair_cc(e[6], e[7], m, fr_modulus(6));
     o[7] = addc(o[7], 0);
 }
 
