@@ -3,15 +3,15 @@
 //
 // Why. The 32-bit integer multiplication (fr.cuh) is bounded by IMAD.WIDE, which occupies the
 // heavy multiply pipe for two cycles: `ncu` shows that pipe 81% busy in `fr_bench_mul` on the
-// H200, at 54.6 G multiplications/s. The FP64 pipe is a separate unit with the same issue rate
+// H200, at 54.5 to 55.4 G multiplications/s. The FP64 pipe is a separate unit with the same issue rate
 // as IMAD, and one DFMA multiplies 52 x 52 bits, 2.6 times the bits of an IMAD.WIDE per pipe
 // cycle. This header moves the partial products there and keeps the integer pipes for the column
 // sums (Emmart, Zheng and Weems, "Faster Modular Exponentiation Using Double Precision Floating
 // Point Arithmetic on the GPU", ARITH 2018).
 //
 // Measured (`fr_bench_mul52`, `fr_bench_mul_hybrid`; docs/benchmarks.md): on the H200 this form
-// reaches 49 to 50 G/s for Fr and the hybrid (integer and FP64 products interleaved) 53 G/s, so
-// the NTT keeps the integer multiplication. The ALU pipe (the 64-bit column sums: about 200
+// reaches 49 G/s for Fr and the hybrid (integer and FP64 products interleaved) 53 to 55 G/s, no
+// more than the integer form alone, so the NTT keeps the integer multiplication. The ALU pipe (the 64-bit column sums: about 200
 // operations per multiplication) and the FP64 pipe both sit near 54% with issue slots at 56 to 60%,
 // held by dependent latency rather than by either pipe; interleaving two products per thread
 // raised registers and lost occupancy, and the product-scanning form below (two live columns)

@@ -89,6 +89,20 @@ FR_D fr_t scale_factor(const uint4* a, const uint4* b, const NttPassParams& p, u
     return f;
 }
 
+// x times the inter-pass twiddle omega_{2^order}^e, and x times the scale factor of natural index
+// j. Out of line: each runs once per element and pass, outside the butterflies, and one copy of
+// its multiplications instead of one per register element keeps the kernel's hot code smaller
+// (the inlined form put the pass kernels at about 140 KB of code, and the first pass, whose
+// twiddle takes two multiplications, stalled on instruction fetch).
+__device__ __noinline__ fr_t mul_twiddle(const fr_t x, const uint4* coarse, const uint4* fine,
+                                         uint32_t order, uint32_t e) {
+    return fr_mul(x, twiddle(coarse, fine, order, e));
+}
+__device__ __noinline__ fr_t mul_scale(const fr_t x, const uint4* a, const uint4* b,
+                                       const NttPassParams p, uint32_t j) {
+    return fr_mul(x, scale_factor(a, b, p, j));
+}
+
 // The stages [bf_lo, bf_hi) of the register window [b, b + RLOG) on a thread's R elements: stage
 // c = b + cc pairs (t, t + 2^c) with twiddle index (t mod 2^c) << (17 - c) in the coarse table,
 // t mod 2^c = ((j mod 2^cc) << b) | t_low. LOW: the window is at the bottom (b = 0, t_low = 0).
@@ -179,14 +193,14 @@ FR_D void pass(uint4* data, const uint4* coarse, const uint4* fine, const uint4*
                 for (uint32_t j = 0; j < R; j++) {
                     uint32_t pos = pos_base | ((t_base | (j << b)) << ell);
                     uint32_t nat = (p.flags & NTT_SCALE_BITREV) ? bitrev(pos, L) : pos;
-                    x[j] = fr_mul(x[j], scale_factor(scale_a, scale_b, p, nat));
+                    x[j] = mul_scale(x[j], scale_a, scale_b, p, nat);
                 }
             }
             if (DIT && (p.flags & NTT_TWIDDLE)) {
 #pragma unroll
                 for (uint32_t j = 0; j < R; j++) {
                     uint32_t e = lo * bitrev(t_base | (j << b), k);
-                    x[j] = fr_mul(x[j], twiddle(coarse, fine, L - p.s0, e));
+                    x[j] = mul_twiddle(x[j], coarse, fine, L - p.s0, e);
                 }
             }
         } else {
@@ -212,7 +226,7 @@ FR_D void pass(uint4* data, const uint4* coarse, const uint4* fine, const uint4*
 #pragma unroll
                 for (uint32_t j = 0; j < R; j++) {
                     uint32_t e = lo * bitrev(t_base | (j << b), k);
-                    x[j] = fr_mul(x[j], twiddle(coarse, fine, L - p.s0, e));
+                    x[j] = mul_twiddle(x[j], coarse, fine, L - p.s0, e);
                 }
             }
             if (p.flags & NTT_POST_SCALE) {
@@ -220,7 +234,7 @@ FR_D void pass(uint4* data, const uint4* coarse, const uint4* fine, const uint4*
                 for (uint32_t j = 0; j < R; j++) {
                     uint32_t pos = pos_base | ((t_base | (j << b)) << ell);
                     uint32_t nat = (p.flags & NTT_SCALE_BITREV) ? bitrev(pos, L) : pos;
-                    x[j] = fr_mul(x[j], scale_factor(scale_a, scale_b, p, nat));
+                    x[j] = mul_scale(x[j], scale_a, scale_b, p, nat);
                 }
             }
 #pragma unroll
