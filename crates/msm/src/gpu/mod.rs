@@ -108,7 +108,7 @@ mod device {
     use cuzk_gpu::{Device, DeviceBuffer, Stream};
 
     use super::curve::affine_bytes;
-    use super::exec::{as_bytes, GpuBuf, GpuExec, GpuKernels};
+    use super::exec::{as_bytes, BufferCache, GpuBuf, GpuExec, GpuKernels};
     use super::pippenger::{self, Source};
     use super::testops::{self, FieldOp, PointOp};
     use super::{
@@ -158,9 +158,43 @@ mod device {
     }
 
     /// The MSM kernels loaded on one device, with a compute stream and a copy stream.
+    ///
+    /// Calls on one `GpuMsm` run one at a time (they share its streams). Each keeps the device
+    /// memory it allocated for itself (its [`MsmPlan::device_bytes`]) for the next call, which
+    /// reuses the buffers of equal size instead of allocating and mapping them again; the next
+    /// call frees what it does not reuse. [`workspace_bytes`](Self::workspace_bytes) says how
+    /// much is held, [`release_workspace`](Self::release_workspace) frees it.
     #[derive(Debug)]
     pub struct GpuMsm {
         kernels: GpuKernels,
+        cache: BufferCache,
+        serial: std::sync::Mutex<()>,
+    }
+
+    /// One call in progress: holds the call lock; when dropped, the buffers the call released
+    /// become the ones the next call may reuse.
+    struct Call<'a> {
+        msm: &'a GpuMsm,
+        _serial: std::sync::MutexGuard<'a, ()>,
+    }
+
+    impl Call<'_> {
+        fn exec<'e>(
+            &'e self,
+            profile: Option<&'e std::cell::RefCell<Vec<(&'static str, cuzk_gpu::Event)>>>,
+        ) -> GpuExec<'e> {
+            GpuExec {
+                kernels: &self.msm.kernels,
+                cache: &self.msm.cache,
+                profile,
+            }
+        }
+    }
+
+    impl Drop for Call<'_> {
+        fn drop(&mut self) {
+            self.msm.cache.end_call();
+        }
     }
 
     impl GpuMsm {
@@ -168,7 +202,28 @@ mod device {
         pub fn new(device: &Device) -> Result<Self, GpuMsmError> {
             Ok(Self {
                 kernels: GpuKernels::load(device)?,
+                cache: BufferCache::default(),
+                serial: std::sync::Mutex::new(()),
             })
+        }
+
+        /// Device bytes held from the last call for the next one.
+        pub fn workspace_bytes(&self) -> usize {
+            let _serial = self.serial.lock().unwrap_or_else(|e| e.into_inner());
+            self.cache.bytes()
+        }
+
+        /// Frees the device memory held from the last call.
+        pub fn release_workspace(&self) {
+            let _serial = self.serial.lock().unwrap_or_else(|e| e.into_inner());
+            self.cache.clear();
+        }
+
+        fn begin_call(&self) -> Call<'_> {
+            Call {
+                msm: self,
+                _serial: self.serial.lock().unwrap_or_else(|e| e.into_inner()),
+            }
         }
 
         /// The device.
@@ -180,13 +235,6 @@ mod device {
         /// before it (or synchronised).
         pub fn stream(&self) -> &Stream {
             &self.kernels.stream
-        }
-
-        fn exec(&self) -> GpuExec<'_> {
-            GpuExec {
-                kernels: &self.kernels,
-                profile: None,
-            }
         }
 
         /// The plan this device uses for `n` points with bases and scalars on the device.
@@ -289,18 +337,8 @@ mod device {
                     (Source::Host(unsafe { as_bytes(h) }), ScalarForm::Canonical)
                 }
             };
-            match profile {
-                None => {
-                    pippenger::msm::<_, C>(&self.exec(), plan, base_source, scalar_source, form)
-                }
-                Some(marks) => {
-                    let exec = GpuExec {
-                        kernels: &self.kernels,
-                        profile: Some(marks),
-                    };
-                    pippenger::msm::<_, C>(&exec, plan, base_source, scalar_source, form)
-                }
-            }
+            let call = self.begin_call();
+            pippenger::msm::<_, C>(&call.exec(profile), plan, base_source, scalar_source, form)
         }
 
         /// [`msm_with_plan`](Self::msm_with_plan), also returning the time of each stage in
@@ -335,7 +373,8 @@ mod device {
             selection: Selection<'_>,
         ) -> Result<C::Projective, GpuMsmError> {
             let borrowed = GpuBuf::Borrowed(bases);
-            super::batch::batch_add::<_, C>(&self.exec(), &borrowed, bases.len(), selection)
+            let call = self.begin_call();
+            super::batch::batch_add::<_, C>(&call.exec(None), &borrowed, bases.len(), selection)
         }
 
         /// Runs an element-wise field test kernel (`degree` 1: Fp, 2: Fp2) over limb bytes.
@@ -347,7 +386,8 @@ mod device {
             a: &[u8],
             b: &[u8],
         ) -> Result<Vec<u8>, GpuMsmError> {
-            testops::msm_test_field(&self.exec(), degree, op, a, b)
+            let call = self.begin_call();
+            testops::msm_test_field(&call.exec(None), degree, op, a, b)
         }
 
         /// Runs an element-wise point test kernel over device-layout bytes.
@@ -359,7 +399,8 @@ mod device {
             b: &[u8],
             p: &[u8],
         ) -> Result<Vec<u8>, GpuMsmError> {
-            testops::msm_test_point::<_, C>(&self.exec(), op, a, b, p)
+            let call = self.begin_call();
+            testops::msm_test_point::<_, C>(&call.exec(None), op, a, b, p)
         }
 
         /// Measures the device's Fp multiplication rate (multiplications per second) with the
@@ -372,7 +413,8 @@ mod device {
             reps: usize,
         ) -> Result<f64, GpuMsmError> {
             use super::exec::Exec;
-            let exec = self.exec();
+            let call = self.begin_call();
+            let exec = call.exec(None);
             let block = 256u32;
             let threads = (block * blocks_per_sm.max(1) * exec.sm_count()) as usize;
             let mut data = exec.alloc(threads * 96)?;

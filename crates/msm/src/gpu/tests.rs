@@ -35,8 +35,10 @@ macro_rules! for_each_exec {
         {
             if let Some(dev) = cuzk_gpu::device_for_tests() {
                 let kernels = super::exec::GpuKernels::load(&dev).expect("the msm module loads");
+                let cache = super::exec::BufferCache::default();
                 let $exec = &super::exec::GpuExec {
                     kernels: &kernels,
+                    cache: &cache,
                     profile: None,
                 };
                 let $device = true;
@@ -759,4 +761,51 @@ fn gpu_msm_api_checks_inputs_and_agrees() {
     let all = gpu.batch_add::<G1>(&dev_bases, Selection::All).unwrap();
     assert_eq!(all, crate::batch_add::<G1>(&bases, Selection::All).unwrap());
     assert!(gpu.fp_mul_rate(1, 4, 1).unwrap() > 0.0);
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn gpu_msm_reuses_its_workspace() {
+    use super::{Bases, GpuMsm, Scalars};
+    let Some(device) = cuzk_gpu::device_for_tests() else {
+        return;
+    };
+    let gpu = GpuMsm::new(&device).expect("kernels load");
+    let mut rng = rng(51);
+    let n = 3000;
+    let bases = G1::points(n, &mut rng);
+    let dev_bases = gpu.upload_bases::<G1>(&bases).unwrap();
+    assert_eq!(gpu.workspace_bytes(), 0);
+    let plan = gpu.plan(n, crate::gpu::Group::G1);
+    // The second and third calls run in the first call's buffers, as it left them.
+    for round in 0..3 {
+        let scalars = random_scalars(n, &mut rng);
+        let dev_scalars = gpu.upload_scalars(&scalars).unwrap();
+        let got = gpu
+            .msm::<G1>(
+                Bases::Device(&dev_bases),
+                Scalars::Device(&dev_scalars, ScalarForm::Montgomery),
+            )
+            .unwrap();
+        assert_eq!(
+            got,
+            crate::fast::msm::<G1>(&bases, &scalars).unwrap(),
+            "round {round}"
+        );
+        let held = gpu.workspace_bytes();
+        assert!(
+            held > 0 && held <= plan.device_bytes(),
+            "round {round}: {held} bytes held, plan states {}",
+            plan.device_bytes()
+        );
+    }
+    // Another size: the old buffers that do not fit are freed, the result is still right.
+    let m = 700;
+    let scalars = random_scalars(m, &mut rng);
+    let got = gpu
+        .msm::<G1>(Bases::Host(&bases[..m]), Scalars::Host(&scalars))
+        .unwrap();
+    assert_eq!(got, crate::fast::msm::<G1>(&bases[..m], &scalars).unwrap());
+    gpu.release_workspace();
+    assert_eq!(gpu.workspace_bytes(), 0);
 }
