@@ -153,6 +153,48 @@ impl Device {
         driver("cuMemGetInfo", self.ctx.mem_get_info())
     }
 
+    /// The device's default memory pool, which every [`Stream::alloc`] draws from.
+    fn default_pool(&self) -> Result<sys::CUmemoryPool, GpuError> {
+        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+        // SAFETY: `pool` is a valid place for the handle and `cu_device` is this context's
+        // device; the call only reads the driver's state.
+        driver("cuDeviceGetDefaultMemPool", unsafe {
+            sys::cuDeviceGetDefaultMemPool(&mut pool, self.ctx.cu_device()).result()
+        })?;
+        Ok(pool)
+    }
+
+    /// Lets the default pool keep up to `bytes` of freed memory mapped for later allocations
+    /// (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`). The driver's default is zero: at every
+    /// synchronisation the pool unmaps what has been freed, and the next allocation maps it
+    /// again, which costs several milliseconds per GiB on an H200. A process that owns the
+    /// device and allocates large workspaces of changing sizes (the MSMs of a proof) wants
+    /// `u64::MAX`; [`trim_pool`](Self::trim_pool) gives the memory back when asked.
+    pub fn set_pool_release_threshold(&self, bytes: u64) -> Result<(), GpuError> {
+        let pool = self.default_pool()?;
+        let mut value = bytes;
+        // SAFETY: the attribute takes a `cuuint64_t` (u64), read through the pointer during the
+        // call only.
+        driver("cuMemPoolSetAttribute", unsafe {
+            sys::cuMemPoolSetAttribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                (&mut value as *mut u64).cast(),
+            )
+            .result()
+        })
+    }
+
+    /// Unmaps the default pool's free memory beyond `keep` bytes. It does not wait for the
+    /// device: memory still in use by queued work stays.
+    pub fn trim_pool(&self, keep: usize) -> Result<(), GpuError> {
+        let pool = self.default_pool()?;
+        // SAFETY: a valid pool handle; trimming only releases memory no allocation holds.
+        driver("cuMemPoolTrimTo", unsafe {
+            sys::cuMemPoolTrimTo(pool, keep).result()
+        })
+    }
+
     /// The legacy default stream of the context.
     pub fn default_stream(&self) -> Stream {
         Stream {

@@ -239,3 +239,29 @@ fn device_reports_itself() {
         Err(cuzk_gpu::GpuError::NoDevice { .. })
     ));
 }
+
+#[test]
+fn pool_keeps_and_returns_memory() {
+    let Some(device) = cuzk_gpu::device_for_tests() else {
+        return;
+    };
+    let stream = device.new_stream().unwrap();
+    let bytes = 256 << 20;
+    device.set_pool_release_threshold(u64::MAX).unwrap();
+    let (free_before, _) = device.memory().unwrap();
+    drop(stream.alloc::<u8>(bytes).unwrap());
+    stream.synchronize().unwrap();
+    // Freed but kept mapped by the pool: the driver still counts it as used.
+    let (free_kept, _) = device.memory().unwrap();
+    assert!(
+        free_kept + bytes / 2 <= free_before,
+        "{free_kept} of {free_before} free"
+    );
+    device.trim_pool(0).unwrap();
+    let (free_after, _) = device.memory().unwrap();
+    assert!(
+        free_after >= free_kept + bytes / 2,
+        "{free_after} free after the trim"
+    );
+    device.set_pool_release_threshold(0).unwrap();
+}

@@ -198,8 +198,12 @@ mod device {
     }
 
     impl GpuMsm {
-        /// Loads the kernels on `device`.
+        /// Loads the kernels on `device`, and lets the device's memory pool keep freed memory
+        /// mapped ([`Device::set_pool_release_threshold`]): the workspaces of MSMs with
+        /// different plans then reuse each other's pages instead of unmapping and mapping them
+        /// at every change of plan ([`Device::trim_pool`] returns them).
         pub fn new(device: &Device) -> Result<Self, GpuMsmError> {
+            device.set_pool_release_threshold(u64::MAX)?;
             Ok(Self {
                 kernels: GpuKernels::load(device)?,
                 cache: BufferCache::default(),
