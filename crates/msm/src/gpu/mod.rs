@@ -217,7 +217,9 @@ mod device {
             self.cache.bytes()
         }
 
-        /// Frees the device memory held from the last call.
+        /// Frees the device buffers held from the last call. Their memory goes back to the
+        /// device's pool, which `new` told to keep it mapped; [`Device::trim_pool`] returns it
+        /// to the driver.
         pub fn release_workspace(&self) {
             let _serial = self.serial.lock().unwrap_or_else(|e| e.into_inner());
             self.cache.clear();
