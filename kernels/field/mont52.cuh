@@ -3,19 +3,19 @@
 //
 // Why. The 32-bit integer multiplication (fr.cuh) is bounded by IMAD.WIDE, which occupies the
 // heavy multiply pipe for two cycles: `ncu` shows that pipe 81% busy in `fr_bench_mul` on the
-// H200, at 54.5 to 55.4 G multiplications/s. The FP64 pipe is a separate unit with the same issue rate
-// as IMAD, and one DFMA multiplies 52 x 52 bits, 2.6 times the bits of an IMAD.WIDE per pipe
+// H200, at 54.5 to 55.4 G multiplications/s. The FP64 pipe is a separate unit with the same issue
+// rate as IMAD, and one DFMA multiplies 52 x 52 bits, 2.6 times the bits of an IMAD.WIDE per pipe
 // cycle. This header moves the partial products there and keeps the integer pipes for the column
 // sums (Emmart, Zheng and Weems, "Faster Modular Exponentiation Using Double Precision Floating
 // Point Arithmetic on the GPU", ARITH 2018).
 //
 // Measured (`fr_bench_mul52`, `fr_bench_mul_hybrid`; docs/benchmarks.md): on the H200 this form
 // reaches 49 G/s for Fr and the hybrid (integer and FP64 products interleaved) 53 to 55 G/s, no
-// more than the integer form alone, so the NTT keeps the integer multiplication. The ALU pipe (the 64-bit column sums: about 200
-// operations per multiplication) and the FP64 pipe both sit near 54% with issue slots at 56 to 60%,
-// held by dependent latency rather than by either pipe; interleaving two products per thread
-// raised registers and lost occupancy, and the product-scanning form below (two live columns)
-// did not change it.
+// more than the integer form alone, so the NTT keeps the integer multiplication. The ALU pipe
+// (the 64-bit column sums: about 200 operations per multiplication) and the FP64 pipe both sit
+// near 54% with issue slots at 56 to 60%, held by dependent latency rather than by either pipe;
+// interleaving two products per thread raised registers and lost occupancy, and the
+// product-scanning form below (two live columns) did not change it.
 //
 // The product split. For integers a, b < 2^52 held exactly in doubles:
 //   h = fma_rz(a, b, 2^104)              = 2^104 + H·2^52, H = floor(a·b / 2^52)
@@ -76,7 +76,8 @@ inline __int128 to_int(double x) {
     __int128 mant = (__int128)((b & MASK) | (1ull << 52));
     int shift = exp - 1075;
     if (shift < 0) {
-        if (mant & (((__int128)1 << -shift) - 1)) abort();  // not an integer: outside this emulation
+        // Not an integer: outside what this emulation (and this file) needs.
+        if (mant & (((__int128)1 << -shift) - 1)) abort();
         mant >>= -shift;
     } else {
         mant <<= shift;
@@ -159,8 +160,9 @@ FR_HD void mul(const double (&a)[N], const double (&b)[N], const double (&m)[N],
 
 // ---------------------------------------------------------------------------------------------
 // Fr with 52-bit limbs: five limbs, R' = 2^260. A multiplier is kept as the limbs of 16·b mod r
-// (`fr52::multiplier`), so that the 2^-260 of the reduction becomes 2^-256: fr_mul52(a, multiplier(b))
-// equals fr_mul(a, b), and values in the ordinary Montgomery form (R = 2^256) stay in it.
+// (`fr52::multiplier`), so that the 2^-260 of the reduction becomes 2^-256:
+// fr_mul52(a, multiplier(b)) equals fr_mul(a, b), and values in the ordinary Montgomery form
+// (R = 2^256) stay in it.
 // ---------------------------------------------------------------------------------------------
 struct fr52_t {
     double l[5];
@@ -179,16 +181,17 @@ constexpr double MINV = (double)0xffffeffffffffull;  // -r^-1 mod 2^52
 FR_HD fr52_t split(const fr_t& x) {
     uint64_t u0 = x.l[0] | ((uint64_t)x.l[1] << 32), u1 = x.l[2] | ((uint64_t)x.l[3] << 32);
     uint64_t u2 = x.l[4] | ((uint64_t)x.l[5] << 32), u3 = x.l[6] | ((uint64_t)x.l[7] << 32);
-    uint64_t v[5] = {u0 & mont52::MASK, ((u0 >> 52) | (u1 << 12)) & mont52::MASK,
-                     ((u1 >> 40) | (u2 << 24)) & mont52::MASK, ((u2 >> 28) | (u3 << 36)) & mont52::MASK,
-                     u3 >> 16};
+    const uint64_t M = mont52::MASK;
+    uint64_t v[5] = {u0 & M, ((u0 >> 52) | (u1 << 12)) & M, ((u1 >> 40) | (u2 << 24)) & M,
+                     ((u2 >> 28) | (u3 << 36)) & M, u3 >> 16};
     fr52_t r;
 #pragma unroll
     for (int i = 0; i < 5; i++) r.l[i] = mont52::low52(v[i]);
     return r;
 }
 
-// A multiplier: the limbs of 16·b mod r (b < r), so that fr_mul52(a, multiplier(b)) = fr_mul(a, b).
+// A multiplier: the limbs of 16·b mod r (b < r), so that
+// fr_mul52(a, multiplier(b)) = fr_mul(a, b).
 FR_HD fr52_t multiplier(const fr_t& b) {
     fr_t x = fr_double(fr_double(fr_double(fr_double(b))));
     return split(x);
