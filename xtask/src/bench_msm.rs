@@ -51,6 +51,24 @@ fn num(v: &Value, key: &str) -> anyhow::Result<f64> {
 }
 
 /// Renders the benchmark's JSON into the `bench-msm` section.
+/// A row's stage timings (`[{"stage": .., "ms": ..}, ..]`) as "name ms" items.
+fn stage_list(stages: &Value) -> Vec<String> {
+    stages
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|s| {
+                    format!(
+                        "{} {:.2}",
+                        s["stage"].as_str().unwrap_or("?"),
+                        s["ms"].as_f64().unwrap_or(0.0)
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn write_docs(path: &Path) -> anyhow::Result<()> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -90,34 +108,8 @@ fn write_docs(path: &Path) -> anyhow::Result<()> {
             if r["checked"].as_bool() == Some(true) { "yes" } else { "-" },
             num(r, "device_mib")?,
         ));
-        let parts: Vec<String> = r["stages"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|s| {
-                        format!(
-                            "{} {:.2}",
-                            s["stage"].as_str().unwrap_or("?"),
-                            s["ms"].as_f64().unwrap_or(0.0)
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let affine_parts: Vec<String> = r["affine_stages"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|s| {
-                        format!(
-                            "{} {:.2}",
-                            s["stage"].as_str().unwrap_or("?"),
-                            s["ms"].as_f64().unwrap_or(0.0)
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let parts = stage_list(&r["stages"]);
+        let affine_parts = stage_list(&r["affine_stages"]);
         stages.push_str(&format!(
             "| {group} | 2^{log_n} | {} | {} |\n",
             parts.join(", "),

@@ -197,27 +197,38 @@ fn pairs<E: Exec, C: GpuCurve>(
     chunk: &SortedChunk<'_, E::Buf>,
     group: &Group,
 ) -> Result<(), GpuMsmError> {
-    let (pts_in, _) = inputs(ws, group.level);
+    let mut args = vec![Arg::Buf(&ws.prefix), Arg::Buf(&ws.tree_vals[0])];
+    args.extend(round_args(ws, chunk, group)?);
     exec.launch(
         kernels_of::<C>().affine_pairs,
         blocks(group.n_threads, POINT_BLOCK)?,
         POINT_BLOCK,
-        &[
-            Arg::Buf(&ws.prefix),
-            Arg::Buf(&ws.tree_vals[0]),
-            Arg::Buf(&ws.keys[level_index(group.level + 1)]),
-            Arg::Buf(chunk.offsets),
-            Arg::U32(u32_arg(group.k0, "first bucket")?),
-            Arg::U32(group.level),
-            Arg::Buf(chunk.sorted),
-            Arg::Buf(chunk.bases),
-            Arg::U64(chunk.base_offset as u64),
-            Arg::Buf(pts_in),
-            Arg::U32(u32_arg(group.n_out, "slots")?),
-            Arg::U32(AFFINE_PER as u32),
-            Arg::U32(u32_arg(group.n_threads, "threads")?),
-        ],
+        &args,
     )
+}
+
+/// The parameters msm_affine_pairs_<g> and msm_affine_sums_<g> share, in their order after each
+/// kernel's own leading buffers: the round's slot keys, the chunk's sorted entries and bases, the
+/// round's input points and its shape.
+fn round_args<'a, B>(
+    ws: &'a AffineWorkspace<B>,
+    chunk: &SortedChunk<'a, B>,
+    group: &Group,
+) -> Result<[Arg<'a, B>; 11], GpuMsmError> {
+    let (pts_in, _) = inputs(ws, group.level);
+    Ok([
+        Arg::Buf(&ws.keys[level_index(group.level + 1)]),
+        Arg::Buf(chunk.offsets),
+        Arg::U32(u32_arg(group.k0, "first bucket")?),
+        Arg::U32(group.level),
+        Arg::Buf(chunk.sorted),
+        Arg::Buf(chunk.bases),
+        Arg::U64(chunk.base_offset as u64),
+        Arg::Buf(pts_in),
+        Arg::U32(u32_arg(group.n_out, "slots")?),
+        Arg::U32(AFFINE_PER as u32),
+        Arg::U32(u32_arg(group.n_threads, "threads")?),
+    ])
 }
 
 /// msm_affine_sums_<g>: the round's affine sums.
@@ -227,27 +238,17 @@ fn sums<E: Exec, C: GpuCurve>(
     chunk: &SortedChunk<'_, E::Buf>,
     group: &Group,
 ) -> Result<(), GpuMsmError> {
-    let (pts_in, _) = inputs(ws, group.level);
+    let mut args = vec![
+        Arg::Buf(&ws.points[level_index(group.level + 1)]),
+        Arg::Buf(&ws.prefix),
+        Arg::Buf(&ws.tree_pre[0]),
+    ];
+    args.extend(round_args(ws, chunk, group)?);
     exec.launch(
         kernels_of::<C>().affine_sums,
         blocks(group.n_threads, POINT_BLOCK)?,
         POINT_BLOCK,
-        &[
-            Arg::Buf(&ws.points[level_index(group.level + 1)]),
-            Arg::Buf(&ws.prefix),
-            Arg::Buf(&ws.tree_pre[0]),
-            Arg::Buf(&ws.keys[level_index(group.level + 1)]),
-            Arg::Buf(chunk.offsets),
-            Arg::U32(u32_arg(group.k0, "first bucket")?),
-            Arg::U32(group.level),
-            Arg::Buf(chunk.sorted),
-            Arg::Buf(chunk.bases),
-            Arg::U64(chunk.base_offset as u64),
-            Arg::Buf(pts_in),
-            Arg::U32(u32_arg(group.n_out, "slots")?),
-            Arg::U32(AFFINE_PER as u32),
-            Arg::U32(u32_arg(group.n_threads, "threads")?),
-        ],
+        &args,
     )
 }
 
