@@ -77,15 +77,21 @@ FR_HD fp_t fp_reduce_once(const fp_t& s) {
     return r;
 }
 
-// a + b mod p, for a, b < p.
-FR_HD fp_t fp_add(const fp_t& a, const fp_t& b) {
+namespace fp_detail {
+// a + b as an integer below 2^383 (no reduction), for a, b < p: fp_add before its reduction,
+// and an operand of `fp_mul_wide`.
+FR_HD fp_t int_add(const fp_t& a, const fp_t& b) {
     fp_t s;
     s.l[0] = add_cc(a.l[0], b.l[0]);
 #pragma unroll
     for (int i = 1; i < 11; i++) s.l[i] = addc_cc(a.l[i], b.l[i]);
-    s.l[11] = addc(a.l[11], b.l[11]);  // a + b < 2p < 2^382: no carry out
-    return fp_reduce_once(s);
+    s.l[11] = addc(a.l[11], b.l[11]);
+    return s;
 }
+}  // namespace fp_detail
+
+// a + b mod p, for a, b < p (a + b < 2p < 2^382: no carry out).
+FR_HD fp_t fp_add(const fp_t& a, const fp_t& b) { return fp_reduce_once(fp_detail::int_add(a, b)); }
 
 // 2a mod p.
 FR_HD fp_t fp_dbl(const fp_t& a) { return fp_add(a, a); }
@@ -201,6 +207,128 @@ FR_HD fp_t fp_mul(const fp_t& a, const fp_t& b) {
 }
 
 FR_HD fp_t fp_sqr(const fp_t& a) { return fp_mul(a, a); }
+
+// ---------------------------------------------------------------------------------------------
+// Lazy reduction: double-width products and one Montgomery reduction for a sum of products.
+//
+// A sum or difference of products needs one reduction, not one per product: the products are
+// kept as 768-bit integers (`fp_wide_t`), combined exactly, and `fp_redc` divides the combination
+// by R = 2^384 modulo p. The product and the reduction are each 144 fused 32x32->64 multiply-adds
+// (as in `fp_mul`, whose interleaved form they split). Fp2's Karatsuba multiplication (fp2.cuh)
+// uses it: three products and two reductions, 720 multiply-adds instead of 864.
+//
+// Measured and not kept (docs/benchmarks.md, session 4): a dedicated squaring (78 products
+// instead of 144) and the G1 formulas' a·b − c·d with one reduction made a G1 mixed addition 6%
+// faster in a standalone probe, but left the MSM's accumulation unchanged and its bucket
+// reduction 3% slower on the H200: those kernels are held by dependent latency at 8 warps per
+// SM, not by the multiply pipe (73 to 80% busy either way).
+//
+// Bounds: `fp_redc(T)` needs T < p·2^384 (about 9.8·p²) and returns T·2^-384 mod p, canonical.
+// `fp_mul_wide(a, b)` accepts any a, b < 2^384 (sums of two canonical values included).
+// ---------------------------------------------------------------------------------------------
+struct fp_wide_t {
+    uint32_t l[24];
+};
+
+// p², little-endian 32-bit limbs: the offset that keeps a difference of products non-negative.
+FR_HD constexpr uint32_t fp_p2_limb(int i) {
+    constexpr uint32_t P2[24] = {0x1c718e39u, 0x26aa0000u, 0x76382eabu, 0x7ced6b1du, 0x62113cfdu,
+                                 0x162c3383u, 0x3e71b743u, 0x66bf91edu, 0x7091a049u, 0x292e85a8u,
+                                 0x86185c7bu, 0x1d68619cu, 0x0978ef01u, 0xf5314933u, 0x16ddca6eu,
+                                 0x50a62cfdu, 0x349e8bd0u, 0x66e59e49u, 0x0e7046b4u, 0xe2dc90e5u,
+                                 0xa22f25e9u, 0x4bd278eau, 0xb8c35fc7u, 0x02a437a4u};
+    return P2[i];
+}
+
+namespace fp_detail {
+// Divides T = e + 2^32·o by 2^32 after `reduce` cleared e[0], adding nothing: the new even array
+// is `o` (with e[1] added to its first limb) and the new odd array is `e` shifted down two limbs.
+FR_HD void shift(uint32_t e[12], uint32_t o[12]) {
+    o[0] = add_cc(o[0], e[1]);
+#pragma unroll
+    for (int k = 0; k < 10; k++) e[k] = addc_cc(e[k + 2], 0);
+    e[10] = addc(0, 0);
+    e[11] = 0;
+}
+}  // namespace fp_detail
+
+// a·b as a 768-bit integer, for any a, b < 2^384: the rows of `fp_mul` without the reduction,
+// each row's lowest limb leaving as a limb of the product.
+FR_HD fp_wide_t fp_mul_wide(const fp_t& a, const fp_t& b) {
+    uint32_t x[12], y[12];
+    fp_wide_t t;
+    fp_detail::row_first(x, y, a, b.l[0]);
+    t.l[0] = x[0];
+#pragma unroll
+    for (int i = 1; i < 12; i += 2) {
+        fp_detail::row_next(x, y, a, b.l[i]);  // the even array is now y
+        t.l[i] = y[0];
+        if (i + 1 < 12) {
+            fp_detail::row_next(y, x, a, b.l[i + 1]);  // the even array is x again
+            t.l[i + 1] = x[0];
+        }
+    }
+    // The rest, y[1..12) + x at weight 2^(32·12): below 2^384, as the product is below 2^768.
+    t.l[12] = add_cc(x[0], y[1]);
+#pragma unroll
+    for (int k = 1; k < 11; k++) t.l[12 + k] = addc_cc(x[k], y[k + 1]);
+    t.l[23] = addc(x[11], 0);
+    return t;
+}
+
+// T·2^-384 mod p (Montgomery reduction), canonical, for T < p·2^384. The twelve reduction rows
+// run on the low half L = T mod 2^384 alone, giving (L + M·p)/2^384 < p + 1; the high half
+// H = floor(T/2^384) < p is added afterwards, since (T + M·p)/2^384 = H + (L + M·p)/2^384, and
+// the total is below 2p.
+FR_HD fp_t fp_redc(const fp_wide_t& t) {
+    uint32_t x[12], y[12];
+#pragma unroll
+    for (int k = 0; k < 12; k++) {
+        x[k] = t.l[k];
+        y[k] = 0;
+    }
+    fp_detail::reduce(x, y);
+#pragma unroll
+    for (int i = 1; i < 12; i += 2) {
+        fp_detail::shift(x, y);  // the even array is now y
+        fp_detail::reduce(y, x);
+        if (i + 1 < 12) {
+            fp_detail::shift(y, x);  // the even array is x again
+            fp_detail::reduce(x, y);
+        }
+    }
+    // (L + M·p)/2^384 = y[1..12) + x, plus H.
+    fp_t s;
+    s.l[0] = add_cc(x[0], y[1]);
+#pragma unroll
+    for (int k = 1; k < 11; k++) s.l[k] = addc_cc(x[k], y[k + 1]);
+    s.l[11] = addc(x[11], 0);
+    s.l[0] = add_cc(s.l[0], t.l[12]);
+#pragma unroll
+    for (int k = 1; k < 11; k++) s.l[k] = addc_cc(s.l[k], t.l[12 + k]);
+    s.l[11] = addc(s.l[11], t.l[23]);
+    return fp_reduce_once(s);
+}
+
+namespace fp_detail {
+// a −= b over 24 limbs, for a ≥ b.
+FR_HD void wide_sub(fp_wide_t& a, const fp_wide_t& b) {
+    a.l[0] = sub_cc(a.l[0], b.l[0]);
+#pragma unroll
+    for (int i = 1; i < 23; i++) a.l[i] = subc_cc(a.l[i], b.l[i]);
+    a.l[23] = subc(a.l[23], b.l[23]);
+}
+
+// a += p².
+FR_HD void wide_add_p2(fp_wide_t& a) {
+    a.l[0] = add_cc(a.l[0], fp_p2_limb(0));
+#pragma unroll
+    for (int i = 1; i < 23; i++) a.l[i] = addc_cc(a.l[i], fp_p2_limb(i));
+    a.l[23] = addc(a.l[23], fp_p2_limb(23));
+}
+
+}  // namespace fp_detail
+
 
 // R³ mod p (R = 2^384), little-endian limbs: fp_mul(x, R³) = x·R² takes an integer inverse of a
 // Montgomery form back to Montgomery form.
