@@ -78,8 +78,8 @@ FR_HD fp_t fp_reduce_once(const fp_t& s) {
 }
 
 namespace fp_detail {
-// a + b as an integer below 2^383 (no reduction), for a, b < p: fp_add before its reduction,
-// and an operand of `fp_mul_wide`.
+// a + b as an integer (no reduction), for a + b < 2^384: fp_add before its reduction (a, b < p),
+// an operand of `fp_mul_wide`, and the last step of `fp_redc`.
 FR_HD fp_t int_add(const fp_t& a, const fp_t& b) {
     fp_t s;
     s.l[0] = add_cc(a.l[0], b.l[0]);
@@ -176,15 +176,19 @@ FR_HD void row_next(uint32_t e[12], uint32_t o[12], const fp_t& a, uint32_t b) {
     e[11] = addc(e[11], 0);
 }
 
-// Final division by 2^32 and conditional subtraction: returns (e[1..12] + o) mod p.
-FR_HD fp_t finish(const uint32_t e[12], const uint32_t o[12]) {
+// The final division by 2^32: e[1..12] + o as one integer, unreduced (below 2^384 wherever it is
+// used: below 2p after a Montgomery product, the high half of a double-width product).
+FR_HD fp_t fold(const uint32_t e[12], const uint32_t o[12]) {
     fp_t s;
     s.l[0] = add_cc(o[0], e[1]);
 #pragma unroll
     for (int i = 1; i < 11; i++) s.l[i] = addc_cc(o[i], e[i + 1]);
     s.l[11] = addc(o[11], 0);
-    return fp_reduce_once(s);
+    return s;
 }
+
+// Final division by 2^32 and conditional subtraction: returns (e[1..12] + o) mod p.
+FR_HD fp_t finish(const uint32_t e[12], const uint32_t o[12]) { return fp_reduce_once(fold(e, o)); }
 
 }  // namespace fp_detail
 
@@ -269,10 +273,9 @@ FR_HD fp_wide_t fp_mul_wide(const fp_t& a, const fp_t& b) {
         }
     }
     // The rest, y[1..12) + x at weight 2^(32·12): below 2^384, as the product is below 2^768.
-    t.l[12] = add_cc(x[0], y[1]);
+    fp_t hi = fp_detail::fold(y, x);
 #pragma unroll
-    for (int k = 1; k < 11; k++) t.l[12 + k] = addc_cc(x[k], y[k + 1]);
-    t.l[23] = addc(x[11], 0);
+    for (int k = 0; k < 12; k++) t.l[12 + k] = hi.l[k];
     return t;
 }
 
@@ -298,16 +301,10 @@ FR_HD fp_t fp_redc(const fp_wide_t& t) {
         }
     }
     // (L + M·p)/2^384 = y[1..12) + x, plus H.
-    fp_t s;
-    s.l[0] = add_cc(x[0], y[1]);
+    fp_t h;
 #pragma unroll
-    for (int k = 1; k < 11; k++) s.l[k] = addc_cc(x[k], y[k + 1]);
-    s.l[11] = addc(x[11], 0);
-    s.l[0] = add_cc(s.l[0], t.l[12]);
-#pragma unroll
-    for (int k = 1; k < 11; k++) s.l[k] = addc_cc(s.l[k], t.l[12 + k]);
-    s.l[11] = addc(s.l[11], t.l[23]);
-    return fp_reduce_once(s);
+    for (int k = 0; k < 12; k++) h.l[k] = t.l[12 + k];
+    return fp_reduce_once(fp_detail::int_add(fp_detail::fold(y, x), h));
 }
 
 namespace fp_detail {
@@ -328,7 +325,6 @@ FR_HD void wide_add_p2(fp_wide_t& a) {
 }
 
 }  // namespace fp_detail
-
 
 // R³ mod p (R = 2^384), little-endian limbs: fp_mul(x, R³) = x·R² takes an integer inverse of a
 // Montgomery form back to Montgomery form.
