@@ -707,36 +707,63 @@ fn g2_batch_add_matches_cpu() {
 // The public device API.
 // ---------------------------------------------------------------------------------------------
 
+/// A `GpuMsm` with `n` random G1 bases on the host and on the device, for the tests of the public
+/// device API; `None` on a machine without a GPU.
+#[cfg(feature = "cuda")]
+struct ApiFixture {
+    gpu: super::GpuMsm,
+    rng: ChaCha20Rng,
+    bases: Vec<G1Affine>,
+    dev_bases: cuzk_gpu::DeviceBuffer<<G1 as GpuCurve>::AffineLimbs>,
+}
+
+#[cfg(feature = "cuda")]
+impl ApiFixture {
+    fn new(seed: u64, n: usize) -> Option<Self> {
+        let device = cuzk_gpu::device_for_tests()?;
+        let gpu = super::GpuMsm::new(&device).expect("kernels load");
+        let mut rng = rng(seed);
+        let bases = G1::points(n, &mut rng);
+        let dev_bases = gpu.upload_bases::<G1>(&bases).unwrap();
+        Some(Self {
+            gpu,
+            rng,
+            bases,
+            dev_bases,
+        })
+    }
+
+    /// The MSM of the device bases with `scalars`, uploaded in Montgomery form.
+    fn msm_on_device(&self, scalars: &[Scalar]) -> G1Projective {
+        let dev_scalars = self.gpu.upload_scalars(scalars).unwrap();
+        self.gpu
+            .msm::<G1>(
+                super::Bases::Device(&self.dev_bases),
+                super::Scalars::Device(&dev_scalars, ScalarForm::Montgomery),
+            )
+            .unwrap()
+    }
+}
+
 #[cfg(feature = "cuda")]
 #[test]
 fn gpu_msm_api_checks_inputs_and_agrees() {
-    use super::{Bases, GpuMsm, Scalars};
-    let Some(device) = cuzk_gpu::device_for_tests() else {
+    use super::{Bases, Scalars};
+    let Some(mut f) = ApiFixture::new(50, 5000) else {
         return;
     };
-    let gpu = GpuMsm::new(&device).expect("kernels load");
-    let mut rng = rng(50);
-    let n = 5000;
-    let bases = G1::points(n, &mut rng);
-    let scalars = random_scalars(n, &mut rng);
-    let want = crate::fast::msm::<G1>(&bases, &scalars).unwrap();
-    let dev_bases = gpu.upload_bases::<G1>(&bases).unwrap();
-    let dev_scalars = gpu.upload_scalars(&scalars).unwrap();
-    let got = gpu
-        .msm::<G1>(
-            Bases::Device(&dev_bases),
-            Scalars::Device(&dev_scalars, ScalarForm::Montgomery),
-        )
-        .unwrap();
-    assert_eq!(got, want);
+    let scalars = random_scalars(f.bases.len(), &mut f.rng);
+    let (gpu, bases, dev_bases) = (&f.gpu, f.bases.as_slice(), &f.dev_bases);
+    let want = crate::fast::msm::<G1>(bases, &scalars).unwrap();
+    assert_eq!(f.msm_on_device(&scalars), want);
     assert_eq!(
-        gpu.msm::<G1>(Bases::Host(&bases), Scalars::Host(&scalars))
+        gpu.msm::<G1>(Bases::Host(bases), Scalars::Host(&scalars))
             .unwrap(),
         want
     );
     let canon = canonical(&scalars);
     assert_eq!(
-        gpu.msm::<G1>(Bases::Device(&dev_bases), Scalars::HostCanonical(&canon))
+        gpu.msm::<G1>(Bases::Device(dev_bases), Scalars::HostCanonical(&canon))
             .unwrap(),
         want
     );
@@ -751,45 +778,36 @@ fn gpu_msm_api_checks_inputs_and_agrees() {
     let mut bad = canon.clone();
     bad[7] = [0xff; 32];
     let err = gpu
-        .msm::<G1>(Bases::Host(&bases), Scalars::HostCanonical(&bad))
+        .msm::<G1>(Bases::Host(bases), Scalars::HostCanonical(&bad))
         .unwrap_err();
     assert!(matches!(
         err,
         super::GpuMsmError::Input(MsmError::NonCanonicalScalar { index: 7 })
     ));
 
-    let all = gpu.batch_add::<G1>(&dev_bases, Selection::All).unwrap();
-    assert_eq!(all, crate::batch_add::<G1>(&bases, Selection::All).unwrap());
+    let all = gpu.batch_add::<G1>(dev_bases, Selection::All).unwrap();
+    assert_eq!(all, crate::batch_add::<G1>(bases, Selection::All).unwrap());
     assert!(gpu.fp_mul_rate(1, 4, 1).unwrap() > 0.0);
 }
 
 #[cfg(feature = "cuda")]
 #[test]
 fn gpu_msm_reuses_its_workspace() {
-    use super::{Bases, GpuMsm, Scalars};
-    let Some(device) = cuzk_gpu::device_for_tests() else {
+    use super::{Bases, Scalars};
+    let Some(mut f) = ApiFixture::new(51, 3000) else {
         return;
     };
-    let gpu = GpuMsm::new(&device).expect("kernels load");
-    let mut rng = rng(51);
-    let n = 3000;
-    let bases = G1::points(n, &mut rng);
-    let dev_bases = gpu.upload_bases::<G1>(&bases).unwrap();
+    let n = f.bases.len();
+    let gpu = &f.gpu;
     assert_eq!(gpu.workspace_bytes(), 0);
     let plan = gpu.plan(n, crate::gpu::Group::G1);
     // The second and third calls run in the first call's buffers, as it left them.
     for round in 0..3 {
-        let scalars = random_scalars(n, &mut rng);
-        let dev_scalars = gpu.upload_scalars(&scalars).unwrap();
-        let got = gpu
-            .msm::<G1>(
-                Bases::Device(&dev_bases),
-                Scalars::Device(&dev_scalars, ScalarForm::Montgomery),
-            )
-            .unwrap();
+        let scalars = random_scalars(n, &mut f.rng);
+        let got = f.msm_on_device(&scalars);
         assert_eq!(
             got,
-            crate::fast::msm::<G1>(&bases, &scalars).unwrap(),
+            crate::fast::msm::<G1>(&f.bases, &scalars).unwrap(),
             "round {round}"
         );
         let held = gpu.workspace_bytes();
@@ -801,11 +819,14 @@ fn gpu_msm_reuses_its_workspace() {
     }
     // Another size: the old buffers that do not fit are freed, the result is still right.
     let m = 700;
-    let scalars = random_scalars(m, &mut rng);
+    let scalars = random_scalars(m, &mut f.rng);
     let got = gpu
-        .msm::<G1>(Bases::Host(&bases[..m]), Scalars::Host(&scalars))
+        .msm::<G1>(Bases::Host(&f.bases[..m]), Scalars::Host(&scalars))
         .unwrap();
-    assert_eq!(got, crate::fast::msm::<G1>(&bases[..m], &scalars).unwrap());
+    assert_eq!(
+        got,
+        crate::fast::msm::<G1>(&f.bases[..m], &scalars).unwrap()
+    );
     gpu.release_workspace();
     assert_eq!(gpu.workspace_bytes(), 0);
 }
