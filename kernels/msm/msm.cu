@@ -11,7 +11,8 @@
 //    and counted in counts[key] (one atomic add per digit).
 // 2. msm_scan_tiles / msm_scan_add: exclusive prefix sum of counts (G + 1 entries, so that
 //    counts[G] ends up as the number of entries N), in tiles of 2048.
-// 3. msm_scatter: one thread per (window, point): a counting sort. Each entry takes the next free
+// 3. msm_scatter: a counting sort, one launch per part of a window's buckets (sized so that the
+//    part's sorted entries stay in L2), one thread per point. Each entry takes the next free
 //    slot of its bucket (atomic add on a copy of the offsets) and writes there one 64-bit word:
 //    the key above, the point reference (index, sign in bit 31) below. Within a bucket the order
 //    is arbitrary, which cannot change the result: the additions are exact.
@@ -160,17 +161,44 @@ extern "C" __global__ void msm_scan_add(uint32_t* data, const uint32_t* tile_off
     if (i < n) data[i] += tile_offsets[i / MSM_SCAN_TILE];
 }
 
-// Counting-sort scatter: one thread per keys[j], j < n_entries = m·W; writes
-// sorted[pos] = key << 32 | point reference.
+// Counting-sort scatter of window w's entries whose bucket lies in [key_lo, key_hi): each thread
+// takes MSM_SCATTER_PER points i < m (strided by the block, so that the loads coalesce), reads
+// keys[w·m + i] and, for each bucket in range, writes sorted[pos] = key << 32 | point reference
+// at the bucket's next free slot. All of a thread's atomics are issued before its stores, so
+// that their round trips to L2 overlap. The host cuts each window's buckets into parts whose
+// sorted entries (about 8·m/parts bytes) mostly stay in L2 while the part is written; the keys
+// are read once per part, as streaming loads so that they do not push the output out of L2.
+#define MSM_SCATTER_PER 8u  // the host's SCATTER_PER
 extern "C" __global__ void msm_scatter(uint64_t* sorted, uint32_t* cursor, const uint32_t* keys, uint32_t m,
-                                       uint32_t n_entries) {
-    uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= n_entries) return;
-    uint32_t v = keys[j];
-    if (v == MSM_NO_DIGIT) return;
-    uint32_t key = v & MSM_KEY_MASK;
-    uint32_t pos = atomicAdd(&cursor[key], 1u);
-    sorted[pos] = ((uint64_t)key << 32) | ((j % m) | (v & MSM_SIGN));
+                                       uint32_t w, uint32_t key_lo, uint32_t key_hi) {
+    const uint32_t* window_keys = keys + (uint64_t)w * m;
+    uint32_t first = blockIdx.x * blockDim.x * MSM_SCATTER_PER + threadIdx.x;
+    uint32_t v[MSM_SCATTER_PER], pos[MSM_SCATTER_PER];
+    uint32_t taken = 0;
+#pragma unroll
+    for (uint32_t r = 0; r < MSM_SCATTER_PER; r++) {
+        uint32_t i = first + r * blockDim.x;
+#if defined(__CUDA_ARCH__)
+        v[r] = i < m ? __ldcs(&window_keys[i]) : MSM_NO_DIGIT;
+#else
+        v[r] = i < m ? window_keys[i] : MSM_NO_DIGIT;
+#endif
+    }
+#pragma unroll
+    for (uint32_t r = 0; r < MSM_SCATTER_PER; r++) {
+        uint32_t key = v[r] & MSM_KEY_MASK;
+        if (v[r] != MSM_NO_DIGIT && key >= key_lo && key < key_hi) {
+            pos[r] = atomicAdd(&cursor[key], 1u);
+            taken |= 1u << r;
+        }
+    }
+#pragma unroll
+    for (uint32_t r = 0; r < MSM_SCATTER_PER; r++) {
+        if (taken & (1u << r)) {
+            uint32_t i = first + r * blockDim.x;
+            sorted[pos[r]] = ((uint64_t)(v[r] & MSM_KEY_MASK) << 32) | (i | (v[r] & MSM_SIGN));
+        }
+    }
 }
 
 // buckets[key] += acc (skipped for infinity).

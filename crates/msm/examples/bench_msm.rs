@@ -8,7 +8,9 @@
 //! Each size is checked once against blst's CPU MSM up to 2^check-max points.
 //!
 //! Arguments: `--min 20 --max 26 --g2-max 24 --reps 5 --check-max 22 --out FILE.json`
-//! (`--no-streamed` skips the streamed runs). Prints a Markdown table; `--out` also writes every
+//! (`--no-streamed` skips the streamed runs, `--no-affine` the batch-affine ones;
+//! `--scatter-region BYTES` sets the sorted entries one scatter launch writes, 0 for one launch
+//! per window, instead of the device's L2). Prints a Markdown table; `--out` also writes every
 //! figure as JSON, which `cargo xtask bench msm --from FILE.json` turns into docs/benchmarks.md.
 
 use std::time::Instant;
@@ -32,6 +34,8 @@ struct Args {
     reps: usize,
     check_max: u32,
     streamed: bool,
+    affine: bool,
+    scatter_region: Option<usize>,
     out: Option<String>,
 }
 
@@ -52,6 +56,8 @@ fn parse_args() -> Args {
         reps: num("--reps", 5) as usize,
         check_max: num("--check-max", 22),
         streamed: !argv.iter().any(|a| a == "--no-streamed"),
+        affine: !argv.iter().any(|a| a == "--no-affine"),
+        scatter_region: get("--scatter-region").map(|v| v.parse().expect("a number of bytes")),
         out: get("--out"),
     }
 }
@@ -122,7 +128,7 @@ struct Row {
     resident_ms: f64,
     /// The same resident MSM with batch-affine bucket sums (windows in groups of the default
     /// scratch), same run.
-    affine_ms: f64,
+    affine_ms: Option<f64>,
     /// Batch-affine with scratch for all windows at once, when that differs.
     wide_ms: Option<f64>,
     /// Stages of a profiled batch-affine run.
@@ -159,7 +165,10 @@ fn bench_group<C: GpuCurve>(
         let n = 1usize << log_n;
         let bases = &all_bases[..n];
         let scalars = &all_scalars[..n];
-        let plan = gpu.plan(n, C::GROUP);
+        let mut plan = gpu.plan(n, C::GROUP);
+        if let Some(region) = args.scatter_region {
+            plan = plan.with_scatter_region(region);
+        }
         let dev_bases = gpu.upload_bases::<C>(bases).expect("upload bases");
         let dev_scalars = gpu.upload_scalars(scalars).expect("upload scalars");
         let resident = || {
@@ -205,17 +214,22 @@ fn bench_group<C: GpuCurve>(
             })
         };
         let affine = plan.clone().with_accumulation(Accumulation::BatchAffine);
-        let affine_ms = time_plan(&affine);
-        let wide = affine.clone().with_affine_scratch(usize::MAX);
-        let wide_ms =
-            (wide.affine_group_windows != affine.affine_group_windows).then(|| time_plan(&wide));
-        let (_, affine_stages) = gpu
-            .msm_profiled::<C>(
-                &affine,
-                Bases::Device(&dev_bases),
-                Scalars::Device(&dev_scalars, ScalarForm::Montgomery),
-            )
-            .expect("profiled MSM runs");
+        let (affine_ms, wide_ms, affine_stages) = if args.affine {
+            let affine_ms = time_plan(&affine);
+            let wide = affine.clone().with_affine_scratch(usize::MAX);
+            let wide_ms = (wide.affine_group_windows != affine.affine_group_windows)
+                .then(|| time_plan(&wide));
+            let (_, affine_stages) = gpu
+                .msm_profiled::<C>(
+                    &affine,
+                    Bases::Device(&dev_bases),
+                    Scalars::Device(&dev_scalars, ScalarForm::Montgomery),
+                )
+                .expect("profiled MSM runs");
+            (Some(affine_ms), wide_ms, affine_stages)
+        } else {
+            (None, None, Vec::new())
+        };
         let (profiled, stages) = gpu
             .msm_profiled::<C>(
                 &plan,
@@ -240,8 +254,8 @@ fn bench_group<C: GpuCurve>(
                     .expect("streamed MSM runs");
             })
         });
-        let floor_ms = plan.field_multiplications() as f64 / fp_mul_rate * 1e3;
-        let affine_floor_ms = affine.field_multiplications() as f64 / fp_mul_rate * 1e3;
+        let floor_ms = plan.field_multiplications() / fp_mul_rate * 1e3;
+        let affine_floor_ms = affine.field_multiplications() / fp_mul_rate * 1e3;
         let row = Row {
             group: name,
             log_n,
@@ -259,9 +273,9 @@ fn bench_group<C: GpuCurve>(
             device_mib: plan.device_bytes() as f64 / (1 << 20) as f64,
         };
         eprintln!(
-            "{name} 2^{log_n}: resident {:.2} ms (batch-affine {:.2} ms, one group {}), streamed {}, floor {:.2} ms, c = {}, stages {}; batch-affine stages {}",
+            "{name} 2^{log_n}: resident {:.2} ms (batch-affine {}, one group {}), streamed {}, floor {:.2} ms, c = {}, stages {}; batch-affine stages {}",
             row.resident_ms,
-            row.affine_ms,
+            row.affine_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
             row.wide_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
             row.streamed_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
             row.floor_ms,
@@ -317,13 +331,13 @@ fn main() {
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
         println!(
-            "| {} | 2^{} | {} | {} | {:.2} | {:.2} | {} | {} | {:.2} | {:.2} | {} | {} |",
+            "| {} | 2^{} | {} | {} | {:.2} | {} | {} | {} | {:.2} | {:.2} | {} | {} |",
             r.group,
             r.log_n,
             r.window_bits,
             r.affine_groups,
             r.resident_ms,
-            r.affine_ms,
+            r.affine_ms.map_or("-".into(), |v| format!("{v:.2}")),
             r.wide_ms.map_or("-".into(), |v| format!("{v:.2}")),
             r.streamed_ms.map_or("-".into(), |v| format!("{v:.2}")),
             r.floor_ms,
@@ -347,13 +361,13 @@ fn main() {
                     .join(", ")
             };
             json.push_str(&format!(
-                "    {{\"group\": \"{}\", \"log_n\": {}, \"window_bits\": {}, \"affine_groups\": {}, \"resident_ms\": {:.4}, \"affine_ms\": {:.4}, \"wide_ms\": {}, \"streamed_ms\": {}, \"floor_ms\": {:.4}, \"affine_floor_ms\": {:.4}, \"checked\": {}, \"device_mib\": {:.1}, \"stages\": [{}], \"affine_stages\": [{}]}}{}\n",
+                "    {{\"group\": \"{}\", \"log_n\": {}, \"window_bits\": {}, \"affine_groups\": {}, \"resident_ms\": {:.4}, \"affine_ms\": {}, \"wide_ms\": {}, \"streamed_ms\": {}, \"floor_ms\": {:.4}, \"affine_floor_ms\": {:.4}, \"checked\": {}, \"device_mib\": {:.1}, \"stages\": [{}], \"affine_stages\": [{}]}}{}\n",
                 r.group,
                 r.log_n,
                 r.window_bits,
                 r.affine_groups,
                 r.resident_ms,
-                r.affine_ms,
+                r.affine_ms.map_or("null".into(), |v| format!("{v:.4}")),
                 r.wide_ms.map_or("null".into(), |v| format!("{v:.4}")),
                 r.streamed_ms.map_or("null".into(), |v| format!("{v:.4}")),
                 r.floor_ms,

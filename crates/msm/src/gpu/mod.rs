@@ -243,9 +243,11 @@ mod device {
             &self.kernels.stream
         }
 
-        /// The plan this device uses for `n` points with bases and scalars on the device.
+        /// The plan this device uses for `n` points with bases and scalars on the device: the
+        /// scatter's parts sized to the device's L2.
         pub fn plan(&self, n: usize, group: Group) -> MsmPlan {
-            MsmPlan::new(n, group, self.kernels.device.info().sm_count)
+            let info = self.kernels.device.info();
+            MsmPlan::new(n, group, info.sm_count).with_scatter_region(info.l2_bytes)
         }
 
         /// Copies bases to the device (on [`stream`](Self::stream)).

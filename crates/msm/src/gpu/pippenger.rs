@@ -12,7 +12,7 @@
 use super::affine::{self, AffineWorkspace, SortedChunk};
 use super::curve::{kernels_of, GpuCurve};
 use super::exec::{blocks, u32_arg, Arg, Exec};
-use super::plan::{Accumulation, MsmPlan, INT_BLOCK, MERGE_SEG, POINT_BLOCK};
+use super::plan::{Accumulation, MsmPlan, INT_BLOCK, MERGE_SEG, POINT_BLOCK, SCATTER_PER};
 use super::{GpuMsmError, ScalarForm};
 use crate::reference::combine_windows;
 
@@ -203,7 +203,6 @@ fn process_chunk<E: Exec, C: GpuCurve>(
     form: ScalarForm,
 ) -> Result<(), GpuMsmError> {
     let g = plan.total_buckets();
-    let n_entries = m * plan.n_windows as usize;
     exec.zero(&mut ws.counts)?;
     msm_digits(exec, ws, scalars, scalar_offset, m, plan, form)?;
     exec.mark("digits")?;
@@ -211,7 +210,7 @@ fn process_chunk<E: Exec, C: GpuCurve>(
     scan(exec, &mut ws.counts, g + 1, first, rest)?;
     exec.copy(&ws.counts, &mut ws.cursor)?;
     exec.mark("scan")?;
-    msm_scatter(exec, ws, m, n_entries)?;
+    msm_scatter(exec, ws, m, plan)?;
     exec.mark("scatter")?;
 
     match &mut ws.sums {
@@ -318,25 +317,34 @@ fn scan<E: Exec>(
     Ok(())
 }
 
-/// msm_scatter: one thread per (window, point) entry.
+/// msm_scatter: one launch per part of each window's buckets, SCATTER_PER points per thread.
 fn msm_scatter<E: Exec>(
     exec: &E,
     ws: &mut Workspace<E::Buf>,
     m: usize,
-    n_entries: usize,
+    plan: &MsmPlan,
 ) -> Result<(), GpuMsmError> {
-    exec.launch(
-        "msm_scatter",
-        blocks(n_entries, INT_BLOCK)?,
-        INT_BLOCK,
-        &[
-            Arg::Buf(&ws.sorted),
-            Arg::Buf(&ws.cursor),
-            Arg::Buf(&ws.keys),
-            Arg::U32(u32_arg(m, "points per chunk")?),
-            Arg::U32(u32_arg(n_entries, "sort entries")?),
-        ],
-    )
+    let m32 = u32_arg(m, "points per chunk")?;
+    for w in 0..plan.n_windows {
+        for part in 0..plan.scatter_parts {
+            let (lo, hi) = plan.scatter_range(w, part);
+            exec.launch(
+                "msm_scatter",
+                blocks(m.div_ceil(SCATTER_PER), INT_BLOCK)?,
+                INT_BLOCK,
+                &[
+                    Arg::Buf(&ws.sorted),
+                    Arg::Buf(&ws.cursor),
+                    Arg::Buf(&ws.keys),
+                    Arg::U32(m32),
+                    Arg::U32(w),
+                    Arg::U32(u32_arg(lo, "first bucket")?),
+                    Arg::U32(u32_arg(hi, "bucket bound")?),
+                ],
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// msm_accumulate_<g>: the first level of the bucket sums, `n_threads` threads of `seg` entries.

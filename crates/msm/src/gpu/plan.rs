@@ -41,32 +41,32 @@ impl Group {
         }
     }
 
-    /// Field multiplications (Fp) of a mixed addition in this group: 10 in G1, 28 in G2
-    /// (an Fp2 multiplication counts 3 Fp multiplications, a squaring 2; with lazy reduction
-    /// an Fp2 multiplication costs about 2.5, so the G2 counts, and the floors made from them,
-    /// are about 14% high).
-    pub const fn mixed_add_muls(self) -> u64 {
+    /// Fp multiplications' worth of a mixed XYZZ addition (8 multiplications and 2 squarings
+    /// of the group's field): 10 in G1, 24 in G2. An Fp2 multiplication counts 2.5 Fp
+    /// multiplications (Karatsuba with lazy reduction, kernels/field/fp2.cuh: 720 fused
+    /// multiply-adds against 288 for one Fp multiplication), an Fp2 squaring 2.
+    pub const fn mixed_add_muls(self) -> f64 {
         match self {
-            Group::G1 => 10,
-            Group::G2 => 28,
+            Group::G1 => 10.0,
+            Group::G2 => 24.0,
         }
     }
 
-    /// Field multiplications (Fp) of a full XYZZ addition: 14 in G1, 40 in G2.
-    /// Fp multiplications of one batch-affine addition (λ, λ², y; three for the shared
-    /// inversion's back-substitution and running product); an Fp2 multiplication counts 3, a
-    /// squaring 2.
-    pub const fn affine_add_muls(self) -> u64 {
+    /// Fp multiplications' worth of one batch-affine addition (λ, λ², y; three for the shared
+    /// inversion's back-substitution and running product): 6 in G1, 14.5 in G2.
+    pub const fn affine_add_muls(self) -> f64 {
         match self {
-            Group::G1 => 6,
-            Group::G2 => 17,
+            Group::G1 => 6.0,
+            Group::G2 => 14.5,
         }
     }
 
-    pub const fn full_add_muls(self) -> u64 {
+    /// Fp multiplications' worth of a full XYZZ addition (12 multiplications and 2 squarings):
+    /// 14 in G1, 34 in G2.
+    pub const fn full_add_muls(self) -> f64 {
         match self {
-            Group::G1 => 14,
-            Group::G2 => 40,
+            Group::G1 => 14.0,
+            Group::G2 => 34.0,
         }
     }
 }
@@ -81,6 +81,13 @@ pub const DEFAULT_RESIDENT_CHUNK: usize = 1 << 25;
 /// [`MsmPlan::affine_group_windows`]).
 pub const DEFAULT_AFFINE_SCRATCH: usize = 6 << 30;
 
+/// Bytes of sorted entries one scatter launch writes when the plan does not know the device's
+/// L2 (`GpuMsm::plan` uses the L2's size: on the H200, 60 MiB measured best of 8, 16, 30, 60
+/// and 120 MiB, docs/benchmarks.md): each window's buckets are cut into parts of about this
+/// much output, so that the part's randomly placed 8-byte entries fill whole sectors in L2
+/// before they go to memory (see `msm_scatter` in kernels/msm/msm.cu).
+pub const DEFAULT_SCATTER_REGION: usize = 40 << 20;
+
 /// Points per chunk when bases or scalars stream from host memory: small enough that the copy of
 /// one chunk overlaps the work on the previous one.
 pub const DEFAULT_STREAMED_CHUNK: usize = 1 << 22;
@@ -89,10 +96,18 @@ pub const DEFAULT_STREAMED_CHUNK: usize = 1 << 22;
 pub(crate) const POINT_BLOCK: u32 = 128;
 /// Threads per block of the integer kernels (digits, scan, scatter).
 pub(crate) const INT_BLOCK: u32 = 256;
+/// Points per thread of the scatter (kernels/msm/msm.cu, MSM_SCATTER_PER).
+pub(crate) const SCATTER_PER: usize = 8;
 /// Entries per thread in the merge levels of the bucket sums.
 pub(crate) const MERGE_SEG: usize = 16;
 /// Buckets (or sums) per thread in each level of the bucket reduction.
 pub(crate) const REDUCE_SEG: usize = 16;
+/// Sums per thread in a later level of the bucket reduction that would not fill the device with
+/// REDUCE_SEG: such a level runs few threads, each a chain of 3·seg dependent full additions, so
+/// its time is that chain's latency, and shorter segments (more levels) finish sooner. Measured
+/// on the H200 (docs/benchmarks.md): G1 2^22 reduction 2.96 → 2.30 ms, G2 2^22 7.86 → 6.12 ms;
+/// at G1 2^26, where the second level fills the device, 4 everywhere was 1 ms slower.
+pub(crate) const REDUCE_SEG_LATER: usize = 4;
 /// A window's reduction ends on the host once it is down to this many sums.
 pub(crate) const REDUCE_FINAL: usize = 16;
 /// Entries per tile of the prefix sum (kernels/msm/msm.cu, MSM_SCAN_TILE).
@@ -197,6 +212,9 @@ pub struct MsmPlan {
     /// Windows whose buckets one batch-affine pass sums together (all of them when the
     /// scratch fits [`DEFAULT_AFFINE_SCRATCH`]).
     pub affine_group_windows: u32,
+    /// Parts each window's buckets are cut into for the counting sort's scatter, one launch
+    /// each (see [`MsmPlan::with_scatter_region`]).
+    pub scatter_parts: u32,
 }
 
 impl MsmPlan {
@@ -257,9 +275,35 @@ impl MsmPlan {
             accumulate_seg,
             accumulation: Accumulation::Xyzz,
             affine_group_windows: n_windows,
+            scatter_parts: 1,
         };
         plan.affine_group_windows = plan.affine_windows_within(DEFAULT_AFFINE_SCRATCH);
-        plan
+        plan.with_scatter_region(DEFAULT_SCATTER_REGION)
+    }
+
+    /// The same plan with each window's scatter cut into parts of about `region_bytes` of
+    /// sorted entries (8 bytes per entry, about `chunk_len` entries per window); zero: one part
+    /// per window. At most one part per bucket.
+    pub fn with_scatter_region(mut self, region_bytes: usize) -> Self {
+        let window_bytes = 8 * self.chunk_len;
+        let parts = if region_bytes == 0 {
+            1
+        } else {
+            window_bytes.div_ceil(region_bytes)
+        };
+        self.scatter_parts = parts.clamp(1, self.buckets_per_window()) as u32;
+        self
+    }
+
+    /// The bucket range `[lo, hi)` of part `part` of window `window`'s scatter.
+    pub(crate) fn scatter_range(&self, window: u32, part: u32) -> (usize, usize) {
+        let k = self.buckets_per_window();
+        let parts = self.scatter_parts.max(1) as usize;
+        let w0 = window as usize * k;
+        (
+            w0 + part as usize * k / parts,
+            w0 + (part as usize + 1) * k / parts,
+        )
     }
 
     /// The same plan summing the buckets by `accumulation`.
@@ -313,15 +357,22 @@ impl MsmPlan {
         }
     }
 
-    /// The same plan with chunks of at most `max_chunk` points.
+    /// The same plan with chunks of at most `max_chunk` points (the scatter's parts sized to
+    /// the same region per part as before).
     pub fn with_max_chunk(&self, max_chunk: usize) -> Self {
-        Self::with_window_bits(
+        let region = (8 * self.chunk_len).div_ceil(self.scatter_parts.max(1) as usize);
+        let plan = Self::with_window_bits(
             self.n_points,
             self.group,
             self.sm_count,
             self.window_bits,
             max_chunk,
-        )
+        );
+        if self.scatter_parts > 1 {
+            plan.with_scatter_region(region)
+        } else {
+            plan.with_scatter_region(0)
+        }
     }
 
     /// Buckets per window, `2^(c−1)`.
@@ -367,15 +418,25 @@ impl MsmPlan {
         let mut levels = Vec::new();
         let mut len = self.buckets_per_window();
         let mut scale_log2 = 0;
+        // Threads the device runs at once in the reduction (two blocks of POINT_BLOCK per
+        // multiprocessor, as the G1 kernel's registers allow).
+        let resident = 2 * POINT_BLOCK as usize * self.sm_count.max(1) as usize;
         while len > REDUCE_FINAL {
+            let first = levels.is_empty();
+            let fills = self.n_windows as usize * (len / REDUCE_SEG) >= resident;
+            let seg = if first || fills {
+                REDUCE_SEG
+            } else {
+                REDUCE_SEG_LATER
+            };
             levels.push(ReduceLevel {
                 len,
-                seg: REDUCE_SEG,
+                seg,
                 scale_log2,
-                first: levels.is_empty(),
+                first,
             });
-            scale_log2 += REDUCE_SEG.trailing_zeros();
-            len /= REDUCE_SEG;
+            scale_log2 += seg.trailing_zeros();
+            len /= seg;
         }
         (levels, len, scale_log2)
     }
@@ -452,14 +513,14 @@ impl MsmPlan {
         (mixed, full)
     }
 
-    /// Fp multiplications of the bucket additions: the MSM's arithmetic floor.
-    pub fn field_multiplications(&self) -> u64 {
+    /// Fp multiplications' worth of the bucket additions: the MSM's arithmetic floor.
+    pub fn field_multiplications(&self) -> f64 {
         let (mixed, full) = self.bucket_additions();
         let per_addition = match self.accumulation {
             Accumulation::Xyzz => self.group.mixed_add_muls(),
             Accumulation::BatchAffine => self.group.affine_add_muls(),
         };
-        mixed * per_addition + full * self.group.full_add_muls()
+        mixed as f64 * per_addition + full as f64 * self.group.full_add_muls()
     }
 }
 
@@ -503,6 +564,43 @@ mod tests {
     }
 
     #[test]
+    fn scatter_parts_tile_each_window() {
+        for (n, c, region) in [
+            (1usize << 24, 20u32, 30usize << 20),
+            (1 << 24, 20, 0),
+            (1000, 8, 8),
+            (1000, 8, 2700),
+            (1 << 20, 16, 1),
+        ] {
+            let plan = MsmPlan::with_window_bits(n, Group::G1, 132, c, 1 << 25)
+                .with_scatter_region(region);
+            let k = plan.buckets_per_window();
+            assert!((1..=k as u32).contains(&plan.scatter_parts));
+            if region == 0 {
+                assert_eq!(plan.scatter_parts, 1);
+            } else if plan.scatter_parts < k as u32 {
+                // Each part's expected output, 8 bytes per point over the parts, fits the region.
+                assert!(8 * plan.chunk_len <= plan.scatter_parts as usize * region);
+            }
+            for w in 0..plan.n_windows {
+                let mut next = w as usize * k;
+                for part in 0..plan.scatter_parts {
+                    let (lo, hi) = plan.scatter_range(w, part);
+                    assert_eq!(lo, next, "n {n}, c {c}, window {w}, part {part}");
+                    assert!(hi > lo);
+                    next = hi;
+                }
+                assert_eq!(next, (w as usize + 1) * k);
+            }
+        }
+        // 2^24 points with the H200's L2 (60 MiB) per part: 3 parts per window.
+        let plan = MsmPlan::new(1 << 24, Group::G1, 132).with_scatter_region(60 << 20);
+        assert_eq!(plan.scatter_parts, 3);
+        // Streamed chunks keep the region per part.
+        assert_eq!(plan.with_max_chunk(1 << 22).scatter_parts, 1);
+    }
+
+    #[test]
     fn chunks_cover_the_points_evenly() {
         for (n, max) in [
             (0usize, 4usize),
@@ -543,6 +641,13 @@ mod tests {
             assert_eq!(product * final_len, plan.buckets_per_window());
             assert_eq!(1usize << scale, product);
         }
+        // Later levels take REDUCE_SEG while it still fills the device, REDUCE_SEG_LATER after.
+        let segs = |log_n: u32| -> Vec<usize> {
+            let plan = MsmPlan::new(1 << log_n, Group::G1, 132);
+            plan.reduce_levels().0.iter().map(|l| l.seg).collect()
+        };
+        assert_eq!(segs(24), vec![16, 4, 4, 4, 4, 4, 4]);
+        assert_eq!(segs(26), vec![16, 16, 4, 4, 4, 4, 4]);
     }
 
     #[test]

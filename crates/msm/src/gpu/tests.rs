@@ -389,7 +389,8 @@ fn run_msm<E: Exec, C: GpuCurve>(
 
 /// Checks one MSM against the naive sum in every mode: resident and streamed, both forms, with
 /// batch-affine bucket sums (all windows in one group); then resident and Montgomery with the
-/// XYZZ bucket sums and with batch-affine groups of one window.
+/// XYZZ bucket sums (the scatter cut into three parts per window) and with batch-affine groups
+/// of one window.
 fn check_msm<E: Exec, C: TestCurve>(
     exec: &E,
     plan: &MsmPlan,
@@ -402,7 +403,10 @@ fn check_msm<E: Exec, C: TestCurve>(
         .clone()
         .with_accumulation(Accumulation::BatchAffine)
         .with_affine_scratch(usize::MAX);
-    let xyzz = plan.clone().with_accumulation(Accumulation::Xyzz);
+    let xyzz = plan
+        .clone()
+        .with_accumulation(Accumulation::Xyzz)
+        .with_scatter_region((8 * plan.chunk_len).div_ceil(3));
     let one_window_groups = affine.clone().with_affine_scratch(0);
     assert_eq!(one_window_groups.affine_group_windows, 1);
     let runs = [
@@ -419,13 +423,14 @@ fn check_msm<E: Exec, C: TestCurve>(
             got,
             want,
             "{} MSM of {} points ({what}), window {}, chunks of {}, {:?} in groups of {} windows, \
-             {form:?}, resident {resident}",
+             scatter in {} parts, {form:?}, resident {resident}",
             C::NAME,
             bases.len(),
             plan.window_bits,
             plan.chunk_len,
             plan.accumulation,
             plan.affine_group_windows,
+            plan.scatter_parts,
         );
     }
 }
