@@ -11,8 +11,8 @@
 //    and counted in counts[key] (one atomic add per digit).
 // 2. msm_scan_tiles / msm_scan_add: exclusive prefix sum of counts (G + 1 entries, so that
 //    counts[G] ends up as the number of entries N), in tiles of 2048.
-// 3. msm_scatter: a counting sort, one launch per part of a window's buckets (sized so that the
-//    part's sorted entries stay in L2), one thread per point. Each entry takes the next free
+// 3. msm_scatter: a counting sort, one launch for all windows, or per part of each window's
+//    buckets when a window's sorted entries exceed L2, one thread per entry. Each entry takes the next free
 //    slot of its bucket (atomic add on a copy of the offsets) and writes there one 64-bit word:
 //    the key above, the point reference (index, sign in bit 31) below. Within a bucket the order
 //    is arbitrary, which cannot change the result: the additions are exact.
@@ -161,27 +161,30 @@ extern "C" __global__ void msm_scan_add(uint32_t* data, const uint32_t* tile_off
     if (i < n) data[i] += tile_offsets[i / MSM_SCAN_TILE];
 }
 
-// Counting-sort scatter of window w's entries whose bucket lies in [key_lo, key_hi): each thread
-// takes MSM_SCATTER_PER points i < m (strided by the block, so that the loads coalesce), reads
-// keys[w·m + i] and, for each bucket in range, writes sorted[pos] = key << 32 | point reference
-// at the bucket's next free slot. All of a thread's atomics are issued before its stores, so
-// that their round trips to L2 overlap. The host cuts each window's buckets into parts whose
-// sorted entries (about 8·m/parts bytes) mostly stay in L2 while the part is written; the keys
-// are read once per part, as streaming loads so that they do not push the output out of L2.
-#define MSM_SCATTER_PER 8u  // the host's SCATTER_PER
+// Counting-sort scatter of the entries [first, first + n) of keys (entry j is point j mod m of
+// window j / m) whose bucket lies in [key_lo, key_hi): each thread takes MSM_SCATTER_PER entries
+// (strided by the block, so that the loads coalesce) and, for each bucket in range, writes
+// sorted[pos] = key << 32 | point reference at the bucket's next free slot. When a window's
+// sorted entries (8·m bytes) exceed L2, the host cuts its buckets into parts whose entries mostly
+// stay in L2 while the part is written (randomly placed 8-byte writes otherwise leave L2 in
+// partly written sectors), one launch each over the window's keys, read once per part as
+// streaming loads so that they do not push the output out of L2; otherwise one launch takes
+// every window. Measured on the H200 (docs/benchmarks.md): G1 2^24 10.4 -> 8.1 ms, 2^26 49.4 ->
+// 38.8 ms; eight entries per thread, atomics issued before the stores, was no faster
+// (0.5 -> 0.6 ms at 2^20, 8.0 -> 8.5 ms at 2^24), hence one.
+#define MSM_SCATTER_PER 1u  // the host's SCATTER_PER
 extern "C" __global__ void msm_scatter(uint64_t* sorted, uint32_t* cursor, const uint32_t* keys, uint32_t m,
-                                       uint32_t w, uint32_t key_lo, uint32_t key_hi) {
-    const uint32_t* window_keys = keys + (uint64_t)w * m;
-    uint32_t first = blockIdx.x * blockDim.x * MSM_SCATTER_PER + threadIdx.x;
+                                       uint32_t first, uint32_t n, uint32_t key_lo, uint32_t key_hi) {
+    uint32_t base = blockIdx.x * blockDim.x * MSM_SCATTER_PER + threadIdx.x;
     uint32_t v[MSM_SCATTER_PER], pos[MSM_SCATTER_PER];
     uint32_t taken = 0;
 #pragma unroll
     for (uint32_t r = 0; r < MSM_SCATTER_PER; r++) {
-        uint32_t i = first + r * blockDim.x;
+        uint32_t i = base + r * blockDim.x;
 #if defined(__CUDA_ARCH__)
-        v[r] = i < m ? __ldcs(&window_keys[i]) : MSM_NO_DIGIT;
+        v[r] = i < n ? __ldcs(&keys[first + i]) : MSM_NO_DIGIT;
 #else
-        v[r] = i < m ? window_keys[i] : MSM_NO_DIGIT;
+        v[r] = i < n ? keys[first + i] : MSM_NO_DIGIT;
 #endif
     }
 #pragma unroll
@@ -195,8 +198,8 @@ extern "C" __global__ void msm_scatter(uint64_t* sorted, uint32_t* cursor, const
 #pragma unroll
     for (uint32_t r = 0; r < MSM_SCATTER_PER; r++) {
         if (taken & (1u << r)) {
-            uint32_t i = first + r * blockDim.x;
-            sorted[pos[r]] = ((uint64_t)(v[r] & MSM_KEY_MASK) << 32) | (i | (v[r] & MSM_SIGN));
+            uint32_t point = (first + base + r * blockDim.x) % m;
+            sorted[pos[r]] = ((uint64_t)(v[r] & MSM_KEY_MASK) << 32) | (point | (v[r] & MSM_SIGN));
         }
     }
 }

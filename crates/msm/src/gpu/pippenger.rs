@@ -317,31 +317,37 @@ fn scan<E: Exec>(
     Ok(())
 }
 
-/// msm_scatter: one launch per part of each window's buckets, SCATTER_PER points per thread.
+/// msm_scatter: one launch per part of each window's buckets when the plan cuts them, else one
+/// launch for all windows; SCATTER_PER entries per thread.
 fn msm_scatter<E: Exec>(
     exec: &E,
     ws: &mut Workspace<E::Buf>,
     m: usize,
     plan: &MsmPlan,
 ) -> Result<(), GpuMsmError> {
-    let m32 = u32_arg(m, "points per chunk")?;
+    let launch = |first: usize, n: usize, (lo, hi): (usize, usize)| {
+        exec.launch(
+            "msm_scatter",
+            blocks(n.div_ceil(SCATTER_PER), INT_BLOCK)?,
+            INT_BLOCK,
+            &[
+                Arg::Buf(&ws.sorted),
+                Arg::Buf(&ws.cursor),
+                Arg::Buf(&ws.keys),
+                Arg::U32(u32_arg(m, "points per chunk")?),
+                Arg::U32(u32_arg(first, "first entry")?),
+                Arg::U32(u32_arg(n, "entries")?),
+                Arg::U32(u32_arg(lo, "first bucket")?),
+                Arg::U32(u32_arg(hi, "bucket bound")?),
+            ],
+        )
+    };
+    if plan.scatter_parts <= 1 {
+        return launch(0, m * plan.n_windows as usize, (0, plan.total_buckets()));
+    }
     for w in 0..plan.n_windows {
         for part in 0..plan.scatter_parts {
-            let (lo, hi) = plan.scatter_range(w, part);
-            exec.launch(
-                "msm_scatter",
-                blocks(m.div_ceil(SCATTER_PER), INT_BLOCK)?,
-                INT_BLOCK,
-                &[
-                    Arg::Buf(&ws.sorted),
-                    Arg::Buf(&ws.cursor),
-                    Arg::Buf(&ws.keys),
-                    Arg::U32(m32),
-                    Arg::U32(w),
-                    Arg::U32(u32_arg(lo, "first bucket")?),
-                    Arg::U32(u32_arg(hi, "bucket bound")?),
-                ],
-            )?;
+            launch(w as usize * m, m, plan.scatter_range(w, part))?;
         }
     }
     Ok(())
