@@ -9,8 +9,8 @@
 //!
 //! Arguments: `--min 20 --max 26 --g2-max 24 --reps 5 --check-max 22 --out FILE.json`
 //! (`--no-streamed` skips the streamed runs, `--no-affine` the batch-affine ones;
-//! `--scatter-region BYTES` sets the sorted entries one scatter launch writes, 0 for one launch
-//! per window, instead of the device's L2). Prints a Markdown table; `--out` also writes every
+//! `--scatter-region BYTES` sets the sorted entries one scatter launch may write, 0 for no
+//! limit, instead of the device's L2). Prints a Markdown table; `--out` also writes every
 //! figure as JSON, which `cargo xtask bench msm --from FILE.json` turns into docs/benchmarks.md.
 
 use std::time::Instant;

@@ -342,11 +342,12 @@ fn msm_scatter<E: Exec>(
             ],
         )
     };
-    if plan.scatter_parts <= 1 {
+    let parts = plan.scatter_parts();
+    if parts <= 1 {
         return launch(0, m * plan.n_windows as usize, (0, plan.total_buckets()));
     }
     for w in 0..plan.n_windows {
-        for part in 0..plan.scatter_parts {
+        for part in 0..parts {
             launch(w as usize * m, m, plan.scatter_range(w, part))?;
         }
     }

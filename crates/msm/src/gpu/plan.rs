@@ -212,9 +212,10 @@ pub struct MsmPlan {
     /// Windows whose buckets one batch-affine pass sums together (all of them when the
     /// scratch fits [`DEFAULT_AFFINE_SCRATCH`]).
     pub affine_group_windows: u32,
-    /// Parts each window's buckets are cut into for the counting sort's scatter, one launch
-    /// each (see [`MsmPlan::with_scatter_region`]).
-    pub scatter_parts: u32,
+    /// Bytes of sorted entries one launch of the counting sort's scatter may write before the
+    /// window's buckets are cut into parts (zero: never cut); see
+    /// [`MsmPlan::with_scatter_region`] and [`MsmPlan::scatter_parts`].
+    pub scatter_region: usize,
 }
 
 impl MsmPlan {
@@ -275,30 +276,35 @@ impl MsmPlan {
             accumulate_seg,
             accumulation: Accumulation::Xyzz,
             affine_group_windows: n_windows,
-            scatter_parts: 1,
+            scatter_region: DEFAULT_SCATTER_REGION,
         };
         plan.affine_group_windows = plan.affine_windows_within(DEFAULT_AFFINE_SCRATCH);
-        plan.with_scatter_region(DEFAULT_SCATTER_REGION)
+        plan
     }
 
-    /// The same plan with each window's scatter cut into parts of about `region_bytes` of
-    /// sorted entries (8 bytes per entry, about `chunk_len` entries per window); zero: one part
-    /// per window. At most one part per bucket.
+    /// The same plan with the scatter's launches writing at most about `region_bytes` of sorted
+    /// entries each (zero: no limit).
     pub fn with_scatter_region(mut self, region_bytes: usize) -> Self {
-        let window_bytes = 8 * self.chunk_len;
-        let parts = if region_bytes == 0 {
-            1
-        } else {
-            window_bytes.div_ceil(region_bytes)
-        };
-        self.scatter_parts = parts.clamp(1, self.buckets_per_window()) as u32;
+        self.scatter_region = region_bytes;
         self
+    }
+
+    /// Parts each window's buckets are cut into for the scatter, one launch each: one (a single
+    /// launch for all windows) while a window's sorted entries (8 bytes per entry, about
+    /// `chunk_len` entries) fit [`scatter_region`](Self::scatter_region), else enough parts for
+    /// each to fit, at most one per bucket.
+    pub fn scatter_parts(&self) -> u32 {
+        if self.scatter_region == 0 {
+            return 1;
+        }
+        let parts = (8 * self.chunk_len).div_ceil(self.scatter_region);
+        parts.clamp(1, self.buckets_per_window()) as u32
     }
 
     /// The bucket range `[lo, hi)` of part `part` of window `window`'s scatter.
     pub(crate) fn scatter_range(&self, window: u32, part: u32) -> (usize, usize) {
         let k = self.buckets_per_window();
-        let parts = self.scatter_parts.max(1) as usize;
+        let parts = self.scatter_parts() as usize;
         let w0 = window as usize * k;
         (
             w0 + part as usize * k / parts,
@@ -357,22 +363,16 @@ impl MsmPlan {
         }
     }
 
-    /// The same plan with chunks of at most `max_chunk` points (the scatter's parts sized to
-    /// the same region per part as before).
+    /// The same plan with chunks of at most `max_chunk` points.
     pub fn with_max_chunk(&self, max_chunk: usize) -> Self {
-        let region = (8 * self.chunk_len).div_ceil(self.scatter_parts.max(1) as usize);
-        let plan = Self::with_window_bits(
+        Self::with_window_bits(
             self.n_points,
             self.group,
             self.sm_count,
             self.window_bits,
             max_chunk,
-        );
-        if self.scatter_parts > 1 {
-            plan.with_scatter_region(region)
-        } else {
-            plan.with_scatter_region(0)
-        }
+        )
+        .with_scatter_region(self.scatter_region)
     }
 
     /// Buckets per window, `2^(c−1)`.
@@ -575,16 +575,17 @@ mod tests {
             let plan = MsmPlan::with_window_bits(n, Group::G1, 132, c, 1 << 25)
                 .with_scatter_region(region);
             let k = plan.buckets_per_window();
-            assert!((1..=k as u32).contains(&plan.scatter_parts));
+            let parts = plan.scatter_parts();
+            assert!((1..=k as u32).contains(&parts));
             if region == 0 {
-                assert_eq!(plan.scatter_parts, 1);
-            } else if plan.scatter_parts < k as u32 {
+                assert_eq!(parts, 1);
+            } else if parts < k as u32 {
                 // Each part's expected output, 8 bytes per point over the parts, fits the region.
-                assert!(8 * plan.chunk_len <= plan.scatter_parts as usize * region);
+                assert!(8 * plan.chunk_len <= parts as usize * region);
             }
             for w in 0..plan.n_windows {
                 let mut next = w as usize * k;
-                for part in 0..plan.scatter_parts {
+                for part in 0..parts {
                     let (lo, hi) = plan.scatter_range(w, part);
                     assert_eq!(lo, next, "n {n}, c {c}, window {w}, part {part}");
                     assert!(hi > lo);
@@ -595,9 +596,12 @@ mod tests {
         }
         // 2^24 points with the H200's L2 (60 MiB) per part: 3 parts per window.
         let plan = MsmPlan::new(1 << 24, Group::G1, 132).with_scatter_region(60 << 20);
-        assert_eq!(plan.scatter_parts, 3);
-        // Streamed chunks keep the region per part.
-        assert_eq!(plan.with_max_chunk(1 << 22).scatter_parts, 1);
+        assert_eq!(plan.scatter_parts(), 3);
+        // Other chunk sizes keep the region: 2^22-point chunks fit it, 2^25-point ones take 5.
+        assert_eq!(plan.with_max_chunk(1 << 22).scatter_parts(), 1);
+        let big = MsmPlan::new(1 << 26, Group::G1, 132).with_scatter_region(60 << 20);
+        assert_eq!(big.scatter_parts(), 5);
+        assert_eq!(big.with_max_chunk(1 << 22).scatter_region, 60 << 20);
     }
 
     #[test]

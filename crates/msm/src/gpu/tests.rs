@@ -430,7 +430,7 @@ fn check_msm<E: Exec, C: TestCurve>(
             plan.chunk_len,
             plan.accumulation,
             plan.affine_group_windows,
-            plan.scatter_parts,
+            plan.scatter_parts(),
         );
     }
 }
