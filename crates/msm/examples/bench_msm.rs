@@ -10,7 +10,7 @@
 //! Arguments: `--min 20 --max 26 --g2-max 24 --reps 5 --check-max 22 --out FILE.json`
 //! (`--no-streamed` skips the streamed runs, `--no-affine` the batch-affine ones;
 //! `--scatter-region BYTES` sets the sorted entries one scatter launch may write, 0 for no
-//! limit, instead of the device's L2). Prints a Markdown table; `--out` also writes every
+//! limit, instead of the device's L2; `--window-bits C` replaces the planner's window width). Prints a Markdown table; `--out` also writes every
 //! figure as JSON, which `cargo xtask bench msm --from FILE.json` turns into docs/benchmarks.md.
 
 use std::time::Instant;
@@ -18,7 +18,8 @@ use std::time::Instant;
 use cuzk_field::{G1Projective, G2Projective, Scalar};
 use cuzk_gpu::Device;
 use cuzk_msm::gpu::{
-    Accumulation, Bases, GpuCurve, GpuMsm, ScalarForm, Scalars, DEFAULT_STREAMED_CHUNK,
+    Accumulation, Bases, GpuCurve, GpuMsm, MsmPlan, ScalarForm, Scalars, DEFAULT_RESIDENT_CHUNK,
+    DEFAULT_STREAMED_CHUNK,
 };
 use cuzk_msm::{MsmCurve, G1, G2};
 use ff::Field;
@@ -36,6 +37,7 @@ struct Args {
     streamed: bool,
     affine: bool,
     scatter_region: Option<usize>,
+    window_bits: Option<u32>,
     out: Option<String>,
 }
 
@@ -58,6 +60,7 @@ fn parse_args() -> Args {
         streamed: !argv.iter().any(|a| a == "--no-streamed"),
         affine: !argv.iter().any(|a| a == "--no-affine"),
         scatter_region: get("--scatter-region").map(|v| v.parse().expect("a number of bytes")),
+        window_bits: get("--window-bits").map(|v| v.parse().expect("a window width")),
         out: get("--out"),
     }
 }
@@ -166,6 +169,10 @@ fn bench_group<C: GpuCurve>(
         let bases = &all_bases[..n];
         let scalars = &all_scalars[..n];
         let mut plan = gpu.plan(n, C::GROUP);
+        if let Some(c) = args.window_bits {
+            plan = MsmPlan::with_window_bits(n, C::GROUP, plan.sm_count, c, DEFAULT_RESIDENT_CHUNK)
+                .with_scatter_region(plan.scatter_region);
+        }
         if let Some(region) = args.scatter_region {
             plan = plan.with_scatter_region(region);
         }

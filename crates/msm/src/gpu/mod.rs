@@ -54,7 +54,7 @@ use crate::MsmError;
 pub use curve::{DeviceElement, GpuCurve};
 pub use plan::{
     device_bytes_needed, num_windows, Accumulation, Group, MsmPlan, DEFAULT_AFFINE_SCRATCH,
-    DEFAULT_RESIDENT_CHUNK, DEFAULT_STREAMED_CHUNK,
+    DEFAULT_RESIDENT_CHUNK, DEFAULT_SCATTER_REGION, DEFAULT_STREAMED_CHUNK,
 };
 
 #[cfg(feature = "cuda")]
