@@ -11,11 +11,11 @@
 //    and counted in counts[key] (one atomic add per digit).
 // 2. msm_scan_tiles / msm_scan_add: exclusive prefix sum of counts (G + 1 entries, so that
 //    counts[G] ends up as the number of entries N), in tiles of 2048.
-// 3. msm_scatter: a counting sort, one launch for all windows, or per part of each window's
-//    buckets when a window's sorted entries exceed L2, one thread per entry. Each entry takes the next free
-//    slot of its bucket (atomic add on a copy of the offsets) and writes there one 64-bit word:
-//    the key above, the point reference (index, sign in bit 31) below. Within a bucket the order
-//    is arbitrary, which cannot change the result: the additions are exact.
+// 3. msm_scatter: a counting sort, one launch for all windows, or one per part of each window's
+//    buckets when a window's sorted entries exceed L2; one thread per entry. Each entry takes the
+//    next free slot of its bucket (atomic add on a copy of the offsets) and writes there one
+//    64-bit word: the key above, the point reference (index, sign in bit 31) below. Within a
+//    bucket the order is arbitrary, which cannot change the result: the additions are exact.
 // 4. msm_accumulate_<g>: thread t takes the sorted entries [t·L, t·L + L) and sums each run of
 //    equal keys with mixed additions into an XYZZ accumulator. A run that lies inside the segment
 //    is complete: it is added into its bucket, with no other thread touching that bucket. The
