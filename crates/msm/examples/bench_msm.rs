@@ -178,15 +178,24 @@ fn bench_group<C: GpuCurve>(
         }
         let dev_bases = gpu.upload_bases::<C>(bases).expect("upload bases");
         let dev_scalars = gpu.upload_scalars(scalars).expect("upload scalars");
-        let resident = || {
+        // The resident MSM by plan `p`, plain and profiled.
+        let on_device = |p: &MsmPlan| {
             gpu.msm_with_plan::<C>(
-                &plan,
+                p,
                 Bases::Device(&dev_bases),
                 Scalars::Device(&dev_scalars, ScalarForm::Montgomery),
             )
             .expect("MSM runs")
         };
-        let result = resident();
+        let profile = |p: &MsmPlan| {
+            gpu.msm_profiled::<C>(
+                p,
+                Bases::Device(&dev_bases),
+                Scalars::Device(&dev_scalars, ScalarForm::Montgomery),
+            )
+            .expect("profiled MSM runs")
+        };
+        let result = on_device(&plan);
         let checked = log_n <= args.check_max;
         if checked {
             let want = cuzk_msm::fast::msm::<C>(bases, scalars).expect("blst");
@@ -196,28 +205,17 @@ fn bench_group<C: GpuCurve>(
             );
         }
         let resident_ms = time_runs(gpu, args.reps, || {
-            resident();
+            on_device(&plan);
         });
-        let time_plan = |p: &cuzk_msm::gpu::MsmPlan| {
-            let got = gpu
-                .msm_with_plan::<C>(
-                    p,
-                    Bases::Device(&dev_bases),
-                    Scalars::Device(&dev_scalars, ScalarForm::Montgomery),
-                )
-                .expect("MSM runs");
+        let time_plan = |p: &MsmPlan| {
+            let got = on_device(p);
             assert_eq!(
                 got, result,
                 "{name} 2^{log_n}: {:?} differs",
                 p.accumulation
             );
             time_runs(gpu, args.reps, || {
-                gpu.msm_with_plan::<C>(
-                    p,
-                    Bases::Device(&dev_bases),
-                    Scalars::Device(&dev_scalars, ScalarForm::Montgomery),
-                )
-                .expect("MSM runs");
+                on_device(p);
             })
         };
         let affine = plan.clone().with_accumulation(Accumulation::BatchAffine);
@@ -226,24 +224,12 @@ fn bench_group<C: GpuCurve>(
             let wide = affine.clone().with_affine_scratch(usize::MAX);
             let wide_ms = (wide.affine_group_windows != affine.affine_group_windows)
                 .then(|| time_plan(&wide));
-            let (_, affine_stages) = gpu
-                .msm_profiled::<C>(
-                    &affine,
-                    Bases::Device(&dev_bases),
-                    Scalars::Device(&dev_scalars, ScalarForm::Montgomery),
-                )
-                .expect("profiled MSM runs");
+            let (_, affine_stages) = profile(&affine);
             (Some(affine_ms), wide_ms, affine_stages)
         } else {
             (None, None, Vec::new())
         };
-        let (profiled, stages) = gpu
-            .msm_profiled::<C>(
-                &plan,
-                Bases::Device(&dev_bases),
-                Scalars::Device(&dev_scalars, ScalarForm::Montgomery),
-            )
-            .expect("profiled MSM runs");
+        let (profiled, stages) = profile(&plan);
         assert_eq!(profiled, result);
         drop(dev_bases);
         drop(dev_scalars);
