@@ -75,11 +75,24 @@ fn write_docs(path: &Path) -> anyhow::Result<()> {
     let v: Value = serde_json::from_str(&text).context("parsing the benchmark's JSON")?;
     let device = v["device"].as_str().unwrap_or("unknown device");
     let rate = num(&v, "fp_mul_per_s")?;
+    let copy_rates = match (
+        v["h2d_pinned_bytes_per_s"].as_f64(),
+        v["h2d_pageable_bytes_per_s"].as_f64(),
+    ) {
+        (Some(pinned), Some(pageable)) => format!(
+            " Host-to-device copies of 1 GiB in the same run: **{:.1} GB/s** from pinned memory, \
+             **{:.1} GB/s** from pageable memory.",
+            pinned / 1e9,
+            pageable / 1e9
+        ),
+        _ => String::new(),
+    };
     let Some(rows) = v["rows"].as_array() else {
         bail!("no rows in {}", path.display())
     };
     let mut table = String::new();
     let mut stages = String::new();
+    let mut sweeps = String::new();
     for r in rows {
         let group = r["group"].as_str().unwrap_or("?");
         let log_n = r["log_n"].as_u64().unwrap_or(0);
@@ -95,6 +108,9 @@ fn write_docs(path: &Path) -> anyhow::Result<()> {
         let streamed = r["streamed_ms"]
             .as_f64()
             .map_or("-".to_string(), |s| format!("{s:.1}"));
+        let pinned = r["pinned_ms"]
+            .as_f64()
+            .map_or("-".to_string(), |s| format!("{s:.1}"));
         let sppark = SPPARK_H200
             .iter()
             .find(|(g, l, _)| *g == group && *l == log_n)
@@ -102,13 +118,30 @@ fn write_docs(path: &Path) -> anyhow::Result<()> {
                 format!("{ms:.0} ({:.2}×)", ms / resident)
             });
         table.push_str(&format!(
-            "| {group} | 2^{log_n} | {} | {resident:.1} | {streamed} | {floor:.1} | {:.2} | {affine} | {} | {wide} | {affine_floor:.1} | {sppark} | {} | {:.0} |\n",
+            "| {group} | 2^{log_n} | {} | {resident:.1} | {pinned} | {streamed} | {floor:.1} | {:.2} | {affine} | {} | {wide} | {affine_floor:.1} | {sppark} | {} | {:.0} |\n",
             r["window_bits"],
             resident / floor,
             r["affine_groups"],
             if r["checked"].as_bool() == Some(true) { "yes" } else { "-" },
             num(r, "device_mib")?,
         ));
+        if let Some(sweep) = r["window_sweep"].as_array().filter(|a| !a.is_empty()) {
+            let items: Vec<String> = sweep
+                .iter()
+                .map(|w| {
+                    format!(
+                        "{}: {:.1}",
+                        w["window_bits"],
+                        w["ms"].as_f64().unwrap_or(f64::NAN)
+                    )
+                })
+                .collect();
+            sweeps.push_str(&format!(
+                "| {group} | 2^{log_n} | {} | {} |\n",
+                r["window_bits"],
+                items.join(", ")
+            ));
+        }
         let parts = stage_list(&r["stages"]);
         let affine_parts = stage_list(&r["affine_stages"]);
         stages.push_str(&format!(
@@ -117,15 +150,25 @@ fn write_docs(path: &Path) -> anyhow::Result<()> {
             affine_parts.join(", ")
         ));
     }
+    let sweep_text = if sweeps.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "Window sweep (`--window-sweep`): the resident MSM with other window widths, same \
+             run (bits: median ms).\n\n| group | n | plan's window | bits: ms |\n|---|---|---|---|\n\
+             {sweeps}\n"
+        )
+    };
     let body = format!(
         "Command: `cargo xtask bench msm` (on the GPU machine: the `bench_msm` example built here, \
          then `cargo xtask bench msm --from bench-msm.json`). Device: {device}. Random bases and \
          scalars (Montgomery form); each size checked against blst's CPU MSM where marked. Times \
          are CUDA-event medians after a warm-up, from the first kernel to the result on the host \
          (the host's share of the reduction included). *Resident*: bases and scalars in device \
-         memory, the default plan (mixed-XYZZ bucket sums). *Streamed*: both in (pageable) host \
-         memory, copied in chunks of 2^22 points on a second stream while the previous chunk \
-         computes. *Floor*: the plan's bucket additions (one mixed addition per point and \
+         memory, the default plan (mixed-XYZZ bucket sums). *Streamed*: both in host memory, \
+         copied in chunks of 2^22 points on a second stream while the previous chunk computes: \
+         from *pinned* memory directly, or from *pageable* memory through two pinned staging \
+         buffers the host fills (in parallel) while the device copies and computes.{copy_rates} *Floor*: the plan's bucket additions (one mixed addition per point and \
          window, two full additions per bucket) times their Fp multiplications (G1: 10 and 14, \
          G2: 24 and 34, an Fp2 multiplication counted as 2.5 Fp multiplications), at the Fp multiplication rate of the throughput probe `msm_bench_fp_mul` \
          in the same run, **{:.1} G/s**. *Batch-affine*: the same resident MSM, same run, with \
@@ -133,8 +176,8 @@ fn write_docs(path: &Path) -> anyhow::Result<()> {
          default's, its number of window *groups* (scratch within 6 GiB), the time with one \
          group (all windows at once, where that differs), and its floor (G1: 6, G2: 14.5 \
          multiplications per addition).\n\n\
-         | group | n | window (bits) | resident (ms) | streamed (ms) | floor (ms) | resident / floor | batch-affine (ms, ÷ resident) | groups | one group (ms) | batch-affine floor (ms) | sppark, same H200 (ms, our speed-up) | checked | device memory (MiB) |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n{table}\n\
+         | group | n | window (bits) | resident (ms) | streamed, pinned (ms) | streamed, pageable (ms) | floor (ms) | resident / floor | batch-affine (ms, ÷ resident) | groups | one group (ms) | batch-affine floor (ms) | sppark, same H200 (ms, our speed-up) | checked | device memory (MiB) |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n{table}\n{sweep_text}\
          Stages (CUDA events between stages, summed over chunks and groups, ms): `digits` \
          signed digits and bucket counts, `scan` prefix sum, `scatter` counting sort; XYZZ: \
          `accumulate` the bucket sums' first level (the mixed additions), `merge` the later \

@@ -21,6 +21,9 @@ use cuzk_field::Scalar;
 
 use crate::{DeviceInfo, GpuError};
 
+mod pinned;
+pub use pinned::{PinnedBuffer, PinnedBytes};
+
 fn driver<T>(call: &'static str, r: Result<T, DriverError>) -> Result<T, GpuError> {
     r.map_err(|e| GpuError::Driver {
         call,

@@ -2,10 +2,11 @@
 //!
 //! Everything that talks to the driver goes through this crate: device discovery
 //! ([`Device::count`], [`Device::open`], [`DeviceInfo`]), streams and events, device buffers of
-//! plain-old-data types ([`DeviceBuffer`]), modules loaded from embedded fatbins ([`Module`],
-//! [`Kernel`]) and the arguments of a launch ([`KernelArgs`]). Errors are one enum,
-//! [`GpuError`]: no libcuda, no device, or a failed driver call is an `Err` the caller can act on
-//! (fall back to the CPU), never a panic.
+//! plain-old-data types ([`DeviceBuffer`]), page-locked host memory whose copies to the device
+//! run asynchronously ([`PinnedBuffer`], [`Stream::copy_pinned_to_device`]), modules loaded from
+//! embedded fatbins ([`Module`], [`Kernel`]) and the arguments of a launch ([`KernelArgs`]).
+//! Errors are one enum, [`GpuError`]: no libcuda, no device, or a failed driver call is an `Err`
+//! the caller can act on (fall back to the CPU), never a panic.
 //!
 //! The driver is reached through cudarc with dynamic loading, so building needs no CUDA toolkit
 //! and a binary runs (and reports [`GpuError::NoDriver`]) on machines without an NVIDIA driver.
@@ -17,8 +18,8 @@
 //! throughput probe.
 //!
 //! **Architecture invariant:** this crate knows devices, memory and kernels, nothing about NTTs,
-//! MSMs or Groth16. `unsafe` lives in the `driver` and `fr` modules only, each block with a
-//! `// SAFETY:` comment.
+//! MSMs or Groth16. `unsafe` lives in the `driver` (with its `pinned` part) and `fr` modules
+//! only, each block with a `// SAFETY:` comment.
 
 #[cfg(feature = "cuda")]
 mod driver;
@@ -31,7 +32,8 @@ mod stub;
 pub use driver::Device;
 #[cfg(feature = "cuda")]
 pub use driver::{
-    DeviceBuffer, DeviceCopy, Event, Kernel, KernelArgs, LaunchConfig, Module, SharedRegion, Stream,
+    DeviceBuffer, DeviceCopy, Event, Kernel, KernelArgs, LaunchConfig, Module, PinnedBuffer,
+    PinnedBytes, SharedRegion, Stream,
 };
 #[cfg(not(feature = "cuda"))]
 pub use stub::Device;

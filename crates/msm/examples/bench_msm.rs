@@ -1,7 +1,8 @@
 //! The GPU MSM benchmark behind `cargo xtask bench msm` (needs a GPU and the `cuda` feature).
 //!
 //! Times G1 and G2 MSMs of 2^min to 2^max points (G2 to 2^g2-max) with bases and scalars
-//! resident on the device and with both streamed from host memory: a warm-up run, then `reps`
+//! resident on the device and with both streamed from host memory (pinned, and pageable through
+//! pinned staging buffers): a warm-up run, then `reps`
 //! runs timed with CUDA events on the MSM's stream, the median reported. Beside each figure: the
 //! floor (the plan's bucket additions × Fp multiplications per addition, at the Fp multiplication
 //! rate this device reaches in the throughput probe), and a stage-by-stage profile of one run.
@@ -10,8 +11,11 @@
 //! Arguments: `--min 20 --max 26 --g2-max 24 --reps 5 --check-max 22 --out FILE.json`
 //! (`--no-streamed` skips the streamed runs, `--no-affine` the batch-affine ones;
 //! `--scatter-region BYTES` sets the sorted entries one scatter launch may write, 0 for no
-//! limit, instead of the device's L2; `--window-bits C` replaces the planner's window width). Prints a Markdown table; `--out` also writes every
-//! figure as JSON, which `cargo xtask bench msm --from FILE.json` turns into docs/benchmarks.md.
+//! limit, instead of the device's L2; `--window-bits C` replaces the planner's window width;
+//! `--window-sweep` also times the resident MSM with the windows from two below to one above the
+//! plan's; `--streamed-chunk N` and `--streamed-window-bits C` replace the streamed plan's chunk
+//! length and window). Prints a Markdown table; `--out` also writes every figure as JSON, which
+//! `cargo xtask bench msm --from FILE.json` turns into docs/benchmarks.md.
 
 use std::time::Instant;
 
@@ -19,7 +23,6 @@ use cuzk_field::{G1Projective, G2Projective, Scalar};
 use cuzk_gpu::Device;
 use cuzk_msm::gpu::{
     Accumulation, Bases, GpuCurve, GpuMsm, MsmPlan, ScalarForm, Scalars, DEFAULT_RESIDENT_CHUNK,
-    DEFAULT_STREAMED_CHUNK,
 };
 use cuzk_msm::{MsmCurve, G1, G2};
 use ff::Field;
@@ -38,6 +41,9 @@ struct Args {
     affine: bool,
     scatter_region: Option<usize>,
     window_bits: Option<u32>,
+    window_sweep: bool,
+    streamed_chunk: Option<usize>,
+    streamed_window_bits: Option<u32>,
     out: Option<String>,
 }
 
@@ -61,6 +67,10 @@ fn parse_args() -> Args {
         affine: !argv.iter().any(|a| a == "--no-affine"),
         scatter_region: get("--scatter-region").map(|v| v.parse().expect("a number of bytes")),
         window_bits: get("--window-bits").map(|v| v.parse().expect("a window width")),
+        window_sweep: argv.iter().any(|a| a == "--window-sweep"),
+        streamed_chunk: get("--streamed-chunk").map(|v| v.parse().expect("points per chunk")),
+        streamed_window_bits: get("--streamed-window-bits")
+            .map(|v| v.parse().expect("a window width")),
         out: get("--out"),
     }
 }
@@ -136,7 +146,16 @@ struct Row {
     wide_ms: Option<f64>,
     /// Stages of a profiled batch-affine run.
     affine_stages: Vec<(&'static str, f64)>,
+    /// Bases and scalars in pageable host memory.
     streamed_ms: Option<f64>,
+    /// Bases and scalars in pinned host memory.
+    pinned_ms: Option<f64>,
+    /// Stages of a profiled run from pinned memory.
+    pinned_stages: Vec<(&'static str, f64)>,
+    /// Resident, in the streamed plan's chunks.
+    chunked_ms: Option<f64>,
+    /// (window bits, resident ms) of the window sweep.
+    window_sweep: Vec<(u32, f64)>,
     floor_ms: f64,
     /// The floor of the batch-affine additions (about 6 multiplications each in G1).
     affine_floor_ms: f64,
@@ -231,22 +250,88 @@ fn bench_group<C: GpuCurve>(
         };
         let (profiled, stages) = profile(&plan);
         assert_eq!(profiled, result);
+        // The streamed plan's chunking with the inputs resident: what the chunks cost apart
+        // from the copies.
+        let mut splan = gpu.streamed_plan(n, C::GROUP);
+        if let Some(chunk) = args.streamed_chunk {
+            splan = MsmPlan::for_chunks(n, C::GROUP, plan.sm_count, chunk)
+                .with_scatter_region(plan.scatter_region);
+        }
+        if let Some(c) = args.streamed_window_bits {
+            splan = MsmPlan::with_window_bits(n, C::GROUP, plan.sm_count, c, splan.chunk_len)
+                .with_scatter_region(plan.scatter_region);
+        }
+        let chunked_ms = args.streamed.then(|| {
+            assert_eq!(
+                on_device(&splan),
+                result,
+                "{name} 2^{log_n}: chunked differs"
+            );
+            time_runs(gpu, args.reps, || {
+                on_device(&splan);
+            })
+        });
+        let window_sweep = if args.window_sweep {
+            let lo = plan.window_bits.saturating_sub(2).max(4);
+            let hi = (plan.window_bits + 1).min(C::GROUP.max_window_bits());
+            (lo..=hi)
+                .map(|c| {
+                    let p = MsmPlan::with_window_bits(
+                        n,
+                        C::GROUP,
+                        plan.sm_count,
+                        c,
+                        DEFAULT_RESIDENT_CHUNK,
+                    )
+                    .with_scatter_region(plan.scatter_region);
+                    assert_eq!(
+                        on_device(&p),
+                        result,
+                        "{name} 2^{log_n}: window {c} differs"
+                    );
+                    (
+                        c,
+                        time_runs(gpu, args.reps, || {
+                            on_device(&p);
+                        }),
+                    )
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         drop(dev_bases);
         drop(dev_scalars);
-        let streamed_ms = args.streamed.then(|| {
-            let splan = plan.with_max_chunk(DEFAULT_STREAMED_CHUNK);
-            let got = gpu
-                .msm_with_plan::<C>(&splan, Bases::Host(bases), Scalars::Host(scalars))
-                .expect("streamed MSM runs");
+        let time_streamed = |b: Bases<'_, C>, s: Scalars<'_>| {
+            let run = || {
+                gpu.msm_with_plan::<C>(&splan, b, s)
+                    .expect("streamed MSM runs")
+            };
             assert_eq!(
-                got, result,
+                run(),
+                result,
                 "{name} 2^{log_n}: streamed and resident results differ"
             );
             time_runs(gpu, args.reps, || {
-                gpu.msm_with_plan::<C>(&splan, Bases::Host(bases), Scalars::Host(scalars))
-                    .expect("streamed MSM runs");
+                run();
             })
-        });
+        };
+        let streamed_ms = args
+            .streamed
+            .then(|| time_streamed(Bases::Host(bases), Scalars::Host(scalars)));
+        let (pinned_ms, pinned_stages) = if args.streamed {
+            let pinned_bases = gpu.pin_bases::<C>(bases).expect("pinned bases");
+            let pinned_scalars = gpu.pin_scalars(scalars).expect("pinned scalars");
+            let b = Bases::Pinned(&pinned_bases);
+            let s = Scalars::Pinned(&pinned_scalars, ScalarForm::Montgomery);
+            let ms = time_streamed(b, s);
+            let (_, stages) = gpu
+                .msm_profiled::<C>(&splan, b, s)
+                .expect("profiled streamed MSM runs");
+            (Some(ms), stages)
+        } else {
+            (None, Vec::new())
+        };
         let floor_ms = plan.field_multiplications() / fp_mul_rate * 1e3;
         let affine_floor_ms = affine.field_multiplications() / fp_mul_rate * 1e3;
         let row = Row {
@@ -259,6 +344,10 @@ fn bench_group<C: GpuCurve>(
             wide_ms,
             affine_stages,
             streamed_ms,
+            pinned_ms,
+            pinned_stages,
+            chunked_ms,
+            window_sweep,
             floor_ms,
             affine_floor_ms,
             checked,
@@ -266,18 +355,32 @@ fn bench_group<C: GpuCurve>(
             device_mib: plan.device_bytes() as f64 / (1 << 20) as f64,
         };
         eprintln!(
-            "{name} 2^{log_n}: resident {:.2} ms (batch-affine {}, one group {}), streamed {}, floor {:.2} ms, c = {}, stages {}; batch-affine stages {}",
+            "{name} 2^{log_n}: resident {:.2} ms (batch-affine {}, one group {}), streamed pinned {}, pageable {}, resident in the streamed chunks {} (c = {}, {} chunks), floor {:.2} ms, c = {}, window sweep [{}], stages {}; batch-affine stages {}; streamed (pinned) stages {}",
             row.resident_ms,
             row.affine_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
             row.wide_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
+            row.pinned_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
             row.streamed_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
+            row.chunked_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
+            splan.window_bits,
+            splan.n_chunks,
             row.floor_ms,
             row.window_bits,
+            sweep_text(&row.window_sweep),
             stages_text(&row.stages),
-            stages_text(&row.affine_stages)
+            stages_text(&row.affine_stages),
+            stages_text(&row.pinned_stages)
         );
         rows.push(row);
     }
+}
+
+fn sweep_text(sweep: &[(u32, f64)]) -> String {
+    sweep
+        .iter()
+        .map(|(c, ms)| format!("c={c}: {ms:.2}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn stages_text(stages: &[(&'static str, f64)]) -> String {
@@ -288,6 +391,33 @@ fn stages_text(stages: &[(&'static str, f64)]) -> String {
         .join(", ")
 }
 
+/// Host-to-device copy rates (bytes per second) of `bytes` bytes on the MSM's stream, from pinned
+/// and from pageable memory: the median of `reps` timed copies after a warm-up each.
+fn copy_rates(gpu: &GpuMsm, bytes: usize, reps: usize) -> (f64, f64) {
+    let stream = gpu.stream();
+    let pageable: Vec<u8> = (0..bytes).map(|i| i as u8).collect();
+    let pinned = gpu.device().pin(&pageable).expect("pinned memory");
+    let mut dst = stream.alloc::<u8>(bytes).expect("device memory");
+    let mut time = |copy: &mut dyn FnMut(&mut cuzk_gpu::DeviceBuffer<u8>)| {
+        copy(&mut dst);
+        let mut times = Vec::with_capacity(reps);
+        for _ in 0..reps.max(1) {
+            let start = stream.record_event().expect("event");
+            copy(&mut dst);
+            let end = stream.record_event().expect("event");
+            times.push(f64::from(start.elapsed_ms(&end).expect("elapsed")));
+        }
+        bytes as f64 / (median(times) * 1e-3)
+    };
+    let pinned_rate = time(&mut |d| {
+        stream
+            .copy_pinned_to_device(pinned.bytes(), d, 0)
+            .expect("pinned copy")
+    });
+    let pageable_rate = time(&mut |d| stream.copy_to_device(&pageable, d).expect("pageable copy"));
+    (pinned_rate, pageable_rate)
+}
+
 fn main() {
     let args = parse_args();
     let device = Device::open(0).expect("a CUDA device");
@@ -295,6 +425,12 @@ fn main() {
     eprintln!("{}", device.info());
     let fp_mul_rate = gpu.fp_mul_rate(4, 256, 5).expect("the Fp probe runs");
     eprintln!("Fp multiplications: {:.1} G/s", fp_mul_rate / 1e9);
+    let (pinned_rate, pageable_rate) = copy_rates(&gpu, 1 << 30, args.reps);
+    eprintln!(
+        "Host to device: pinned {:.1} GB/s, pageable {:.1} GB/s",
+        pinned_rate / 1e9,
+        pageable_rate / 1e9
+    );
     let mut rows = Vec::new();
     bench_group::<G1>(
         &gpu,
@@ -316,15 +452,17 @@ fn main() {
     );
 
     println!(
-        "\nDevice: {}; Fp multiplication probe: {:.1} G/s\n",
+        "\nDevice: {}; Fp multiplication probe: {:.1} G/s; host to device {:.1} GB/s pinned, {:.1} GB/s pageable\n",
         device.info(),
-        fp_mul_rate / 1e9
+        fp_mul_rate / 1e9,
+        pinned_rate / 1e9,
+        pageable_rate / 1e9
     );
-    println!("| group | n | window | groups | resident (ms) | batch-affine (ms) | one group (ms) | streamed (ms) | floor (ms) | resident / floor | checked | stages, resident run (ms) |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| group | n | window | groups | resident (ms) | batch-affine (ms) | one group (ms) | streamed, pinned (ms) | streamed, pageable (ms) | floor (ms) | resident / floor | checked | window sweep (ms) | stages, resident run (ms) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
         println!(
-            "| {} | 2^{} | {} | {} | {:.2} | {} | {} | {} | {:.2} | {:.2} | {} | {} |",
+            "| {} | 2^{} | {} | {} | {:.2} | {} | {} | {} | {} | {:.2} | {:.2} | {} | {} | {} |",
             r.group,
             r.log_n,
             r.window_bits,
@@ -332,10 +470,12 @@ fn main() {
             r.resident_ms,
             r.affine_ms.map_or("-".into(), |v| format!("{v:.2}")),
             r.wide_ms.map_or("-".into(), |v| format!("{v:.2}")),
+            r.pinned_ms.map_or("-".into(), |v| format!("{v:.2}")),
             r.streamed_ms.map_or("-".into(), |v| format!("{v:.2}")),
             r.floor_ms,
             r.resident_ms / r.floor_ms,
             if r.checked { "blst" } else { "-" },
+            sweep_text(&r.window_sweep),
             stages_text(&r.stages)
         );
     }
@@ -343,7 +483,7 @@ fn main() {
         let mut json = String::from("{\n");
         json.push_str(&format!("  \"device\": {:?},\n", device.info().to_string()));
         json.push_str(&format!(
-            "  \"fp_mul_per_s\": {fp_mul_rate:.6e},\n  \"rows\": [\n"
+            "  \"fp_mul_per_s\": {fp_mul_rate:.6e},\n  \"h2d_pinned_bytes_per_s\": {pinned_rate:.6e},\n  \"h2d_pageable_bytes_per_s\": {pageable_rate:.6e},\n  \"rows\": [\n"
         ));
         for (i, r) in rows.iter().enumerate() {
             let stages_json = |stages: &[(&'static str, f64)]| {
@@ -354,7 +494,7 @@ fn main() {
                     .join(", ")
             };
             json.push_str(&format!(
-                "    {{\"group\": \"{}\", \"log_n\": {}, \"window_bits\": {}, \"affine_groups\": {}, \"resident_ms\": {:.4}, \"affine_ms\": {}, \"wide_ms\": {}, \"streamed_ms\": {}, \"floor_ms\": {:.4}, \"affine_floor_ms\": {:.4}, \"checked\": {}, \"device_mib\": {:.1}, \"stages\": [{}], \"affine_stages\": [{}]}}{}\n",
+                "    {{\"group\": \"{}\", \"log_n\": {}, \"window_bits\": {}, \"affine_groups\": {}, \"resident_ms\": {:.4}, \"affine_ms\": {}, \"wide_ms\": {}, \"streamed_ms\": {}, \"pinned_ms\": {}, \"chunked_ms\": {}, \"window_sweep\": [{}], \"floor_ms\": {:.4}, \"affine_floor_ms\": {:.4}, \"checked\": {}, \"device_mib\": {:.1}, \"stages\": [{}], \"affine_stages\": [{}], \"pinned_stages\": [{}]}}{}\n",
                 r.group,
                 r.log_n,
                 r.window_bits,
@@ -363,12 +503,20 @@ fn main() {
                 r.affine_ms.map_or("null".into(), |v| format!("{v:.4}")),
                 r.wide_ms.map_or("null".into(), |v| format!("{v:.4}")),
                 r.streamed_ms.map_or("null".into(), |v| format!("{v:.4}")),
+                r.pinned_ms.map_or("null".into(), |v| format!("{v:.4}")),
+                r.chunked_ms.map_or("null".into(), |v| format!("{v:.4}")),
+                r.window_sweep
+                    .iter()
+                    .map(|(c, ms)| format!("{{\"window_bits\": {c}, \"ms\": {ms:.4}}}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 r.floor_ms,
                 r.affine_floor_ms,
                 r.checked,
                 r.device_mib,
                 stages_json(&r.stages),
                 stages_json(&r.affine_stages),
+                stages_json(&r.pinned_stages),
                 if i + 1 < rows.len() { "," } else { "" }
             ));
         }

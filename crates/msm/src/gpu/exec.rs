@@ -26,6 +26,11 @@ pub(crate) trait Exec {
     type Buf;
     /// A point in the compute lane's work.
     type Event;
+    /// Page-locked host memory (a caller's, or a staging buffer) that copies read without the
+    /// host waiting.
+    type Pinned: ?Sized;
+    /// A page-locked host buffer of this executor's own, for staging pageable inputs.
+    type Staging;
 
     /// Streaming multiprocessors of the device (the plan sizes its launches by them).
     fn sm_count(&self) -> u32;
@@ -37,8 +42,21 @@ pub(crate) trait Exec {
     fn zero(&self, buf: &mut Self::Buf) -> Result<(), GpuMsmError>;
     /// Copies host bytes into a buffer of the same size, on the compute lane.
     fn upload(&self, dst: &mut Self::Buf, src: &[u8]) -> Result<(), GpuMsmError>;
-    /// Copies host bytes into a buffer of the same size, on the copy lane.
-    fn upload_on_copy_lane(&self, dst: &mut Self::Buf, src: &[u8]) -> Result<(), GpuMsmError>;
+    /// Copies bytes `range` of pinned host memory into a buffer of that size on the copy lane.
+    /// The host does not wait: the copy runs while later work is queued.
+    fn upload_pinned(
+        &self,
+        dst: &mut Self::Buf,
+        src: &Self::Pinned,
+        range: std::ops::Range<usize>,
+    ) -> Result<(), GpuMsmError>;
+    /// A page-locked staging buffer of `bytes` bytes on the host, for inputs in pageable memory.
+    fn alloc_staging(&self, bytes: usize) -> Result<Self::Staging, GpuMsmError>;
+    /// Copies host bytes into the start of a staging buffer, once the copies queued out of it
+    /// have run (the host waits for them).
+    fn fill_staging(&self, dst: &mut Self::Staging, src: &[u8]) -> Result<(), GpuMsmError>;
+    /// A staging buffer as pinned memory to copy from.
+    fn staged(src: &Self::Staging) -> &Self::Pinned;
     /// Makes later compute work wait for every copy issued so far on the copy lane.
     fn compute_waits_for_copies(&self) -> Result<(), GpuMsmError>;
     /// Marks the compute lane's current position.
@@ -91,7 +109,7 @@ pub(crate) unsafe fn as_bytes<T>(values: &[T]) -> &[u8] {
 }
 
 #[cfg(feature = "cuda")]
-pub(crate) use gpu::{BufferCache, GpuBuf, GpuExec, GpuKernels};
+pub(crate) use gpu::{BufferCache, GpuBuf, GpuExec, GpuKernels, PinnedSource};
 
 #[cfg(feature = "cuda")]
 mod gpu {
@@ -99,8 +117,10 @@ mod gpu {
     use std::sync::Mutex;
 
     use cuzk_gpu::{
-        Device, DeviceBuffer, DeviceCopy, Event, Kernel, KernelArgs, LaunchConfig, Module, Stream,
+        Device, DeviceBuffer, DeviceCopy, Event, Kernel, KernelArgs, LaunchConfig, Module,
+        PinnedBuffer, PinnedBytes, Stream,
     };
+    use rayon::prelude::*;
 
     use super::{Arg, Exec};
     use crate::gpu::{GpuMsmError, KERNEL_NAMES};
@@ -157,33 +177,73 @@ mod gpu {
         }
     }
 
-    /// Device buffers kept from one call of a [`super::super::GpuMsm`] for the next.
+    /// Pinned host memory of any element type, as the bytes copies read.
+    pub(crate) trait PinnedSource: Sync {
+        fn pinned_bytes(&self) -> PinnedBytes<'_>;
+    }
+
+    impl<T: DeviceCopy> PinnedSource for PinnedBuffer<T> {
+        fn pinned_bytes(&self) -> PinnedBytes<'_> {
+            self.bytes()
+        }
+    }
+
+    /// A buffer a [`BufferCache`] holds: device memory, or pinned host memory.
+    pub(crate) trait Held {
+        fn held_bytes(&self) -> usize;
+    }
+
+    impl Held for DeviceBuffer<u8> {
+        fn held_bytes(&self) -> usize {
+            self.len()
+        }
+    }
+
+    impl Held for PinnedBuffer<u8> {
+        fn held_bytes(&self) -> usize {
+            self.len()
+        }
+    }
+
+    /// Buffers kept from one call of a [`super::super::GpuMsm`] for the next: device buffers,
+    /// or the pinned host buffers that stage pageable inputs.
     ///
     /// `cuMemAllocAsync` maps fresh pages whenever the driver's pool has released its memory,
     /// which it does at every synchronisation by default, so an MSM that allocated its workspace
     /// per call paid for mapping it each time (about 9 ms of a 137 ms G1 MSM of 2^24 points, and
-    /// 12 ms more for the batch-affine scratch). Instead, a call takes its buffers from the ones
-    /// the previous call left, by exact size, and allocates only what it does not find; its
-    /// buffers come back as they are dropped and, when the call ends, become the ones the next
-    /// call may take, while any the call did not reuse are freed. So at most one call's
-    /// workspace stays allocated, and it is only ever reused after the call that used it has
-    /// finished (calls end by waiting for their result), on either stream.
-    #[derive(Debug, Default)]
-    pub(crate) struct BufferCache {
+    /// 12 ms more for the batch-affine scratch); pinned host memory costs more still, since the
+    /// driver locks every page. Instead, a call takes its buffers from the ones the previous call
+    /// left, by exact size, and allocates only what it does not find; its buffers come back as
+    /// they are dropped and, when the call ends, become the ones the next call may take, while
+    /// any the call did not reuse are freed. So at most one call's buffers stay allocated, and
+    /// they are only ever reused after the call that used them has finished (calls end by
+    /// waiting for their result, and a pinned buffer waits for the copies out of it before it
+    /// is written).
+    #[derive(Debug)]
+    pub(crate) struct BufferCache<B> {
         /// What the last finished call left: free to take.
-        free: Mutex<Vec<DeviceBuffer<u8>>>,
+        free: Mutex<Vec<B>>,
         /// What the running call has dropped so far.
-        returned: Mutex<Vec<DeviceBuffer<u8>>>,
+        returned: Mutex<Vec<B>>,
     }
 
-    impl BufferCache {
-        fn take(&self, bytes: usize) -> Option<DeviceBuffer<u8>> {
+    impl<B> Default for BufferCache<B> {
+        fn default() -> Self {
+            Self {
+                free: Mutex::new(Vec::new()),
+                returned: Mutex::new(Vec::new()),
+            }
+        }
+    }
+
+    impl<B: Held> BufferCache<B> {
+        fn take(&self, bytes: usize) -> Option<B> {
             let mut free = self.free.lock().expect("buffer cache poisoned");
-            let i = free.iter().position(|b| b.len() == bytes)?;
+            let i = free.iter().position(|b| b.held_bytes() == bytes)?;
             Some(free.swap_remove(i))
         }
 
-        fn give_back(&self, buf: DeviceBuffer<u8>) {
+        fn give_back(&self, buf: B) {
             self.returned
                 .lock()
                 .expect("buffer cache poisoned")
@@ -203,7 +263,7 @@ mod gpu {
                 .lock()
                 .expect("buffer cache poisoned")
                 .iter()
-                .map(|b| b.len())
+                .map(Held::held_bytes)
                 .sum()
         }
 
@@ -214,12 +274,12 @@ mod gpu {
     }
 
     /// A buffer of the running call, returned to its [`BufferCache`] when dropped.
-    pub(crate) struct CachedBuffer<'d> {
-        buf: Option<DeviceBuffer<u8>>,
-        cache: &'d BufferCache,
+    pub(crate) struct CachedBuffer<'d, B: Held> {
+        buf: Option<B>,
+        cache: &'d BufferCache<B>,
     }
 
-    impl Drop for CachedBuffer<'_> {
+    impl<B: Held> Drop for CachedBuffer<'_, B> {
         fn drop(&mut self) {
             if let Some(buf) = self.buf.take() {
                 self.cache.give_back(buf);
@@ -227,19 +287,19 @@ mod gpu {
         }
     }
 
-    impl CachedBuffer<'_> {
-        fn get(&self) -> &DeviceBuffer<u8> {
+    impl<B: Held> CachedBuffer<'_, B> {
+        fn get(&self) -> &B {
             self.buf.as_ref().expect("present until dropped")
         }
 
-        fn get_mut(&mut self) -> &mut DeviceBuffer<u8> {
+        fn get_mut(&mut self) -> &mut B {
             self.buf.as_mut().expect("present until dropped")
         }
     }
 
     /// Device memory the driver code uses: its own scratch, or the caller's inputs.
     pub(crate) enum GpuBuf<'d> {
-        Owned(CachedBuffer<'d>),
+        Owned(CachedBuffer<'d, DeviceBuffer<u8>>),
         Borrowed(&'d dyn BorrowedBuffer),
     }
 
@@ -277,7 +337,9 @@ mod gpu {
     pub(crate) struct GpuExec<'d> {
         pub(crate) kernels: &'d GpuKernels,
         /// Where this call's own buffers come from and go back to.
-        pub(crate) cache: &'d BufferCache,
+        pub(crate) cache: &'d BufferCache<DeviceBuffer<u8>>,
+        /// Where this call's pinned staging buffers come from and go back to.
+        pub(crate) staging: &'d BufferCache<PinnedBuffer<u8>>,
         /// With `Some`, [`Exec::mark`] records an event per stage end here.
         pub(crate) profile: Option<&'d std::cell::RefCell<Vec<(&'static str, Event)>>>,
     }
@@ -285,6 +347,8 @@ mod gpu {
     impl<'d> Exec for GpuExec<'d> {
         type Buf = GpuBuf<'d>;
         type Event = Event;
+        type Pinned = dyn PinnedSource + 'd;
+        type Staging = CachedBuffer<'d, PinnedBuffer<u8>>;
 
         fn sm_count(&self) -> u32 {
             self.kernels.device.info().sm_count
@@ -316,11 +380,55 @@ mod gpu {
             Ok(self.kernels.stream.copy_to_device(src, dst.owned_mut()?)?)
         }
 
-        fn upload_on_copy_lane(&self, dst: &mut Self::Buf, src: &[u8]) -> Result<(), GpuMsmError> {
+        fn upload_pinned(
+            &self,
+            dst: &mut Self::Buf,
+            src: &Self::Pinned,
+            range: std::ops::Range<usize>,
+        ) -> Result<(), GpuMsmError> {
+            let src = src.pinned_bytes().range(range)?;
+            let dst = dst.owned_mut()?;
+            if dst.len() != src.len() {
+                return Err(GpuMsmError::Internal(format!(
+                    "a copy of {} pinned bytes into {}",
+                    src.len(),
+                    dst.len()
+                )));
+            }
             Ok(self
                 .kernels
                 .copy_stream
-                .copy_to_device(src, dst.owned_mut()?)?)
+                .copy_pinned_to_device(src, dst, 0)?)
+        }
+
+        fn alloc_staging(&self, bytes: usize) -> Result<Self::Staging, GpuMsmError> {
+            let buf = match self.staging.take(bytes) {
+                Some(buf) => buf,
+                None => self.kernels.device.alloc_pinned::<u8>(bytes)?,
+            };
+            Ok(CachedBuffer {
+                buf: Some(buf),
+                cache: self.staging,
+            })
+        }
+
+        fn fill_staging(&self, dst: &mut Self::Staging, src: &[u8]) -> Result<(), GpuMsmError> {
+            /// Bytes per task of the parallel copy: one thread copies at a fraction of the
+            /// host's memory bandwidth.
+            const PIECE: usize = 4 << 20;
+            let dst = dst.get_mut().as_mut_slice()?;
+            let len = dst.len();
+            let dst = dst.get_mut(..src.len()).ok_or_else(|| {
+                GpuMsmError::Internal(format!("{} bytes staged in a buffer of {len}", src.len()))
+            })?;
+            dst.par_chunks_mut(PIECE)
+                .zip(src.par_chunks(PIECE))
+                .for_each(|(d, s)| d.copy_from_slice(s));
+            Ok(())
+        }
+
+        fn staged(src: &Self::Staging) -> &Self::Pinned {
+            src.get()
         }
 
         fn compute_waits_for_copies(&self) -> Result<(), GpuMsmError> {
@@ -483,6 +591,8 @@ mod emu {
     impl Exec for EmuExec {
         type Buf = EmuBuf;
         type Event = ();
+        type Pinned = [u8];
+        type Staging = Vec<u8>;
 
         fn sm_count(&self) -> u32 {
             self.sm_count
@@ -507,8 +617,35 @@ mod emu {
             Ok(())
         }
 
-        fn upload_on_copy_lane(&self, dst: &mut EmuBuf, src: &[u8]) -> Result<(), GpuMsmError> {
+        fn upload_pinned(
+            &self,
+            dst: &mut EmuBuf,
+            src: &[u8],
+            range: std::ops::Range<usize>,
+        ) -> Result<(), GpuMsmError> {
+            let len = src.len();
+            let src = src
+                .get(range.clone())
+                .ok_or_else(|| GpuMsmError::Emulator(format!("bytes {range:?} of {len}")))?;
             self.upload(dst, src)
+        }
+
+        fn alloc_staging(&self, bytes: usize) -> Result<Vec<u8>, GpuMsmError> {
+            Ok(vec![0xa5; bytes])
+        }
+
+        fn fill_staging(&self, dst: &mut Vec<u8>, src: &[u8]) -> Result<(), GpuMsmError> {
+            let len = dst.len();
+            dst.get_mut(..src.len())
+                .ok_or_else(|| {
+                    GpuMsmError::Emulator(format!("{} bytes staged in {len}", src.len()))
+                })?
+                .copy_from_slice(src);
+            Ok(())
+        }
+
+        fn staged(src: &Vec<u8>) -> &[u8] {
+            src
         }
 
         fn compute_waits_for_copies(&self) -> Result<(), GpuMsmError> {

@@ -53,8 +53,8 @@ use crate::MsmError;
 
 pub use curve::{DeviceElement, GpuCurve};
 pub use plan::{
-    device_bytes_needed, num_windows, Accumulation, Group, MsmPlan, DEFAULT_AFFINE_SCRATCH,
-    DEFAULT_RESIDENT_CHUNK, DEFAULT_SCATTER_REGION, DEFAULT_STREAMED_CHUNK,
+    device_bytes_needed, num_windows, streamed_chunk_len, Accumulation, Group, MsmPlan,
+    DEFAULT_AFFINE_SCRATCH, DEFAULT_RESIDENT_CHUNK, DEFAULT_SCATTER_REGION, DEFAULT_STREAMED_CHUNK,
 };
 
 #[cfg(feature = "cuda")]
@@ -105,14 +105,14 @@ pub use device::{Bases, GpuMsm, Scalars};
 mod device {
     use cuzk_field::layout::{scalars_as_limbs, FrLimbs};
     use cuzk_field::Scalar;
-    use cuzk_gpu::{Device, DeviceBuffer, Stream};
+    use cuzk_gpu::{Device, DeviceBuffer, PinnedBuffer, Stream};
 
     use super::curve::affine_bytes;
-    use super::exec::{as_bytes, BufferCache, GpuBuf, GpuExec, GpuKernels};
+    use super::exec::{as_bytes, BufferCache, GpuBuf, GpuExec, GpuKernels, PinnedSource};
     use super::pippenger::{self, Source};
     use super::testops::{self, FieldOp, PointOp};
     use super::{
-        GpuCurve, GpuMsmError, Group, MsmPlan, ScalarForm, StageTimes, DEFAULT_STREAMED_CHUNK,
+        streamed_chunk_len, GpuCurve, GpuMsmError, Group, MsmPlan, ScalarForm, StageTimes,
     };
     use crate::scalar::first_non_canonical;
     use crate::{MsmError, Selection};
@@ -123,25 +123,43 @@ mod device {
         /// In device memory, in blst's layout (see [`GpuMsm::upload_bases`]), on this
         /// [`GpuMsm`]'s stream or synchronised with it.
         Device(&'a DeviceBuffer<C::AffineLimbs>),
-        /// In host memory: streamed to the device in chunks.
+        /// In pinned host memory, in blst's layout (see [`GpuMsm::pin_bases`]): streamed to the
+        /// device in chunks, each copied while the previous one is computed.
+        Pinned(&'a PinnedBuffer<C::AffineLimbs>),
+        /// In pageable host memory: streamed to the device in chunks, each copied by the host
+        /// into pinned staging memory and from there to the device while the previous one is
+        /// computed.
         Host(&'a [C::Affine]),
     }
 
     /// The scalars of an MSM.
-    #[derive(Debug)]
+    #[derive(Clone, Copy, Debug)]
     pub enum Scalars<'a> {
         /// In device memory, 32 bytes each, in the given form.
         Device(&'a DeviceBuffer<FrLimbs>, ScalarForm),
-        /// blstrs scalars in host memory (Montgomery form): streamed in chunks.
+        /// In pinned host memory, 32 bytes each, in the given form (see
+        /// [`GpuMsm::pin_scalars`]): streamed in chunks as [`Bases::Pinned`] are.
+        Pinned(&'a PinnedBuffer<FrLimbs>, ScalarForm),
+        /// blstrs scalars in pageable host memory (Montgomery form): streamed in chunks as
+        /// [`Bases::Host`] are.
         Host(&'a [Scalar]),
         /// Canonical little-endian scalars in host memory, each below `r`: streamed in chunks.
         HostCanonical(&'a [[u8; 32]]),
     }
 
+    impl<C: GpuCurve> Clone for Bases<'_, C> {
+        fn clone(&self) -> Self {
+            *self
+        }
+    }
+
+    impl<C: GpuCurve> Copy for Bases<'_, C> {}
+
     impl<C: GpuCurve> Bases<'_, C> {
         fn len(&self) -> usize {
             match self {
                 Bases::Device(b) => b.len(),
+                Bases::Pinned(p) => p.len(),
                 Bases::Host(h) => h.len(),
             }
         }
@@ -151,6 +169,7 @@ mod device {
         fn len(&self) -> usize {
             match self {
                 Scalars::Device(b, _) => b.len(),
+                Scalars::Pinned(p, _) => p.len(),
                 Scalars::Host(h) => h.len(),
                 Scalars::HostCanonical(h) => h.len(),
             }
@@ -163,11 +182,15 @@ mod device {
     /// memory it allocated for itself (its [`MsmPlan::device_bytes`]) for the next call, which
     /// reuses the buffers of equal size instead of allocating and mapping them again; the next
     /// call frees what it does not reuse. [`workspace_bytes`](Self::workspace_bytes) says how
-    /// much is held, [`release_workspace`](Self::release_workspace) frees it.
+    /// much is held, [`release_workspace`](Self::release_workspace) frees it. The same holds for
+    /// the pinned host memory that stages inputs in pageable memory
+    /// ([`staging_bytes`](Self::staging_bytes), [`MsmPlan::host_staging_bytes`]: two chunks of
+    /// each input, 1 GiB for G1 at 2^24 points).
     #[derive(Debug)]
     pub struct GpuMsm {
         kernels: GpuKernels,
-        cache: BufferCache,
+        cache: BufferCache<DeviceBuffer<u8>>,
+        staging: BufferCache<PinnedBuffer<u8>>,
         serial: std::sync::Mutex<()>,
     }
 
@@ -186,6 +209,7 @@ mod device {
             GpuExec {
                 kernels: &self.msm.kernels,
                 cache: &self.msm.cache,
+                staging: &self.msm.staging,
                 profile,
             }
         }
@@ -194,6 +218,7 @@ mod device {
     impl Drop for Call<'_> {
         fn drop(&mut self) {
             self.msm.cache.end_call();
+            self.msm.staging.end_call();
         }
     }
 
@@ -207,6 +232,7 @@ mod device {
             Ok(Self {
                 kernels: GpuKernels::load(device)?,
                 cache: BufferCache::default(),
+                staging: BufferCache::default(),
                 serial: std::sync::Mutex::new(()),
             })
         }
@@ -217,12 +243,20 @@ mod device {
             self.cache.bytes()
         }
 
-        /// Frees the device buffers held from the last call. Their memory goes back to the
-        /// device's pool, which `new` told to keep it mapped; [`Device::trim_pool`] returns it
-        /// to the driver.
+        /// Pinned host bytes held from the last call for the next one (staging for inputs in
+        /// pageable memory).
+        pub fn staging_bytes(&self) -> usize {
+            let _serial = self.serial.lock().unwrap_or_else(|e| e.into_inner());
+            self.staging.bytes()
+        }
+
+        /// Frees the device buffers and the pinned staging memory held from the last call. The
+        /// device memory goes back to the device's pool, which `new` told to keep it mapped;
+        /// [`Device::trim_pool`] returns it to the driver.
         pub fn release_workspace(&self) {
             let _serial = self.serial.lock().unwrap_or_else(|e| e.into_inner());
             self.cache.clear();
+            self.staging.clear();
         }
 
         fn begin_call(&self) -> Call<'_> {
@@ -250,6 +284,15 @@ mod device {
             MsmPlan::new(n, group, info.sm_count).with_scatter_region(info.l2_bytes)
         }
 
+        /// The plan [`msm`](Self::msm) uses for `n` points when bases or scalars stream from
+        /// host memory: chunks of [`streamed_chunk_len`] points, so that the copy of one chunk
+        /// overlaps the work on the one before, and the window chosen for that many chunks.
+        pub fn streamed_plan(&self, n: usize, group: Group) -> MsmPlan {
+            let info = self.kernels.device.info();
+            MsmPlan::for_chunks(n, group, info.sm_count, streamed_chunk_len(n))
+                .with_scatter_region(info.l2_bytes)
+        }
+
         /// Copies bases to the device (on [`stream`](Self::stream)).
         pub fn upload_bases<C: GpuCurve>(
             &self,
@@ -267,17 +310,39 @@ mod device {
             Ok(self.kernels.stream.upload(scalars_as_limbs(scalars))?)
         }
 
-        /// `Σ sᵢ·Pᵢ` with this device's plan (chunks of [`DEFAULT_STREAMED_CHUNK`] points
+        /// Copies bases into pinned host memory, for MSMs that stream them
+        /// ([`Bases::Pinned`]): a caller that uses one set of bases many times (a proving
+        /// daemon's parameters) pins them once.
+        pub fn pin_bases<C: GpuCurve>(
+            &self,
+            bases: &[C::Affine],
+        ) -> Result<PinnedBuffer<C::AffineLimbs>, GpuMsmError> {
+            Ok(self.kernels.device.pin(C::affines_as_limbs(bases))?)
+        }
+
+        /// Copies blstrs scalars into pinned host memory ([`Scalars::Pinned`]); they stay in
+        /// Montgomery form.
+        pub fn pin_scalars(
+            &self,
+            scalars: &[Scalar],
+        ) -> Result<PinnedBuffer<FrLimbs>, GpuMsmError> {
+            Ok(self.kernels.device.pin(scalars_as_limbs(scalars))?)
+        }
+
+        /// `Σ sᵢ·Pᵢ` with this device's plan (the [`streamed_plan`](Self::streamed_plan)
         /// when an input streams from host memory).
         pub fn msm<C: GpuCurve>(
             &self,
             bases: Bases<'_, C>,
             scalars: Scalars<'_>,
         ) -> Result<C::Projective, GpuMsmError> {
-            let mut plan = self.plan(bases.len(), C::GROUP);
-            if matches!(bases, Bases::Host(_)) || !matches!(scalars, Scalars::Device(..)) {
-                plan = plan.with_max_chunk(DEFAULT_STREAMED_CHUNK);
-            }
+            let resident =
+                matches!(bases, Bases::Device(_)) && matches!(scalars, Scalars::Device(..));
+            let plan = if resident {
+                self.plan(bases.len(), C::GROUP)
+            } else {
+                self.streamed_plan(bases.len(), C::GROUP)
+            };
             self.msm_with_plan(&plan, bases, scalars)
         }
 
@@ -325,6 +390,7 @@ mod device {
                     borrowed_bases = GpuBuf::Borrowed(*b);
                     Source::Device(&borrowed_bases)
                 }
+                Bases::Pinned(p) => Source::Pinned(*p as &dyn PinnedSource),
                 Bases::Host(h) => Source::Host(affine_bytes::<C>(h)),
             };
             let borrowed_scalars;
@@ -333,6 +399,7 @@ mod device {
                     borrowed_scalars = GpuBuf::Borrowed(*b);
                     (Source::Device(&borrowed_scalars), *form)
                 }
+                Scalars::Pinned(p, form) => (Source::Pinned(*p as &dyn PinnedSource), *form),
                 Scalars::Host(h) => {
                     // SAFETY: FrLimbs is `repr(C)` over `[u32; 8]`: no padding.
                     (

@@ -4,8 +4,11 @@
 //! Per chunk of points: digits, prefix sum, scatter (a counting sort by bucket), the first level of
 //! the segmented bucket sums, then merge levels until one thread holds what is left. Bases and
 //! scalars are either on the device (read in place, at the chunk's offset) or in host memory,
-//! copied on the copy lane into a ring of two staging buffers (plus one for a shorter last chunk)
-//! while the compute lane works on the previous chunk. After the last chunk the buckets are
+//! copied on the copy lane into a ring of two device staging buffers (plus one for a shorter
+//! last chunk) while the compute lane works on the previous chunk. Copies come straight from a
+//! caller's pinned memory; pageable memory is first copied by the host into a ring of two pinned
+//! staging buffers, which the host fills while the device copies and computes the chunks before.
+//! After the last chunk the buckets are
 //! reduced level by level on the device; the last few sums of each window and the combination of
 //! the windows run on the host.
 
@@ -16,15 +19,18 @@ use super::plan::{Accumulation, MsmPlan, INT_BLOCK, MERGE_SEG, POINT_BLOCK, SCAT
 use super::{GpuMsmError, ScalarForm};
 use crate::reference::combine_windows;
 
-/// Where an input lives: already in device memory, or in host memory (streamed in chunks).
-pub(crate) enum Source<'a, B> {
-    Device(&'a B),
+/// Where an input lives: already in device memory, in pinned host memory (streamed in chunks
+/// straight from there) or in pageable host memory (streamed in chunks through pinned staging
+/// buffers).
+pub(crate) enum Source<'a, E: Exec> {
+    Device(&'a E::Buf),
+    Pinned(&'a E::Pinned),
     Host(&'a [u8]),
 }
 
-impl<B> Source<'_, B> {
-    fn is_host(&self) -> bool {
-        matches!(self, Source::Host(_))
+impl<E: Exec> Source<'_, E> {
+    fn streams(&self) -> bool {
+        !matches!(self, Source::Device(_))
     }
 }
 
@@ -81,26 +87,33 @@ impl<B> Workspace<B> {
     }
 }
 
-/// Staging buffers for inputs streamed from host memory: slots 0 and 1 take full chunks in turn,
-/// slot 2 a shorter last chunk.
-struct Staging<B> {
-    slots: [Option<B>; 3],
+/// Staging buffers for one input streamed from host memory: device slots 0 and 1 take full
+/// chunks in turn, slot 2 a shorter last chunk; for pageable input, host slots 0 and 1 (pinned)
+/// take chunk `k` in slot `k % 2` on its way.
+struct Staging<E: Exec> {
+    slots: [Option<E::Buf>; 3],
+    host: [Option<E::Staging>; 2],
     element_bytes: usize,
 }
 
-impl<B> Staging<B> {
-    fn new<E: Exec<Buf = B>>(
+impl<E: Exec> Staging<E> {
+    fn new(
         exec: &E,
         plan: &MsmPlan,
         element_bytes: usize,
-        needed: bool,
+        source: &Source<'_, E>,
     ) -> Result<Self, GpuMsmError> {
         let mut slots = [None, None, None];
-        if needed {
+        let mut host = [None, None];
+        if source.streams() {
+            let full = plan.chunk_len * element_bytes;
             let tail = plan.n_points - (plan.n_chunks - 1) * plan.chunk_len;
-            slots[0] = Some(exec.alloc(plan.chunk_len * element_bytes)?);
-            if plan.n_chunks > 1 {
-                slots[1] = Some(exec.alloc(plan.chunk_len * element_bytes)?);
+            let used = if plan.n_chunks > 1 { 2 } else { 1 };
+            for k in 0..used {
+                slots[k] = Some(exec.alloc(full)?);
+                if matches!(source, Source::Host(_)) {
+                    host[k] = Some(exec.alloc_staging(full)?);
+                }
             }
             if tail != plan.chunk_len {
                 slots[2] = Some(exec.alloc(tail * element_bytes)?);
@@ -108,8 +121,48 @@ impl<B> Staging<B> {
         }
         Ok(Self {
             slots,
+            host,
             element_bytes,
         })
+    }
+
+    /// Queues the copy of points `start..start + m` (chunk `chunk`) into device slot `slot`.
+    fn copy_chunk(
+        &mut self,
+        exec: &E,
+        source: &Source<'_, E>,
+        chunk: usize,
+        slot: usize,
+        (start, m): (usize, usize),
+    ) -> Result<(), GpuMsmError> {
+        let range = start * self.element_bytes..(start + m) * self.element_bytes;
+        if let Source::Device(_) = source {
+            return Ok(());
+        }
+        let dst = self.slots[slot].as_mut().expect("staging slot allocated");
+        match source {
+            Source::Device(_) => Ok(()),
+            Source::Pinned(pinned) => exec.upload_pinned(dst, pinned, range),
+            Source::Host(bytes) => {
+                let src = &bytes[range];
+                let host = self.host[chunk % 2].as_mut().expect("host slot allocated");
+                exec.fill_staging(host, src)?;
+                exec.upload_pinned(dst, E::staged(host), 0..src.len())
+            }
+        }
+    }
+
+    /// The device buffer chunk `start` is read from, and the offset of its first element there.
+    fn chunk_buffer<'s>(
+        &'s self,
+        source: &'s Source<'_, E>,
+        slot: usize,
+        start: usize,
+    ) -> (&'s E::Buf, usize) {
+        match source {
+            Source::Device(b) => (*b, start),
+            _ => (self.slots[slot].as_ref().expect("staged"), 0),
+        }
     }
 }
 
@@ -129,8 +182,8 @@ fn slot_of(plan: &MsmPlan, chunk: usize, m: usize) -> usize {
 pub(crate) fn msm<E: Exec, C: GpuCurve>(
     exec: &E,
     plan: &MsmPlan,
-    bases: Source<'_, E::Buf>,
-    scalars: Source<'_, E::Buf>,
+    bases: Source<'_, E>,
+    scalars: Source<'_, E>,
     form: ScalarForm,
 ) -> Result<C::Projective, GpuMsmError> {
     if plan.n_points == 0 {
@@ -139,10 +192,9 @@ pub(crate) fn msm<E: Exec, C: GpuCurve>(
     exec.mark("start")?;
     let mut ws = Workspace::new(exec, plan)?;
     exec.zero(&mut ws.buckets)?;
-    let affine = plan.group.affine_bytes();
-    let mut base_stage = Staging::new(exec, plan, affine, bases.is_host())?;
-    let mut scalar_stage = Staging::new(exec, plan, 32, scalars.is_host())?;
-    let streaming = bases.is_host() || scalars.is_host();
+    let mut base_stage = Staging::new(exec, plan, plan.group.affine_bytes(), &bases)?;
+    let mut scalar_stage = Staging::new(exec, plan, 32, &scalars)?;
+    let streaming = bases.streams() || scalars.streams();
     // Staging buffers were allocated on the compute lane; copies may use them only after that.
     let mut slot_free: [Option<E::Event>; 3] = [None, None, None];
     if streaming {
@@ -158,30 +210,17 @@ pub(crate) fn msm<E: Exec, C: GpuCurve>(
             if let Some(event) = slot_free[slot].take() {
                 exec.copies_wait_for(&event)?;
             }
-            for (source, stage) in [(&bases, &mut base_stage), (&scalars, &mut scalar_stage)] {
-                if let Source::Host(bytes) = source {
-                    let size = stage.element_bytes;
-                    let dst = stage.slots[slot].as_mut().expect("staging slot allocated");
-                    exec.upload_on_copy_lane(dst, &bytes[start * size..(start + m) * size])?;
-                }
-            }
+            base_stage.copy_chunk(exec, &bases, chunk, slot, (start, m))?;
+            scalar_stage.copy_chunk(exec, &scalars, chunk, slot, (start, m))?;
             exec.compute_waits_for_copies()?;
             exec.mark("stage")?;
         }
-        let (base_buf, base_offset) = match &bases {
-            Source::Device(b) => (*b, start),
-            Source::Host(_) => (base_stage.slots[slot].as_ref().expect("staged"), 0),
-        };
-        let (scalar_buf, scalar_offset) = match &scalars {
-            Source::Device(b) => (*b, start),
-            Source::Host(_) => (scalar_stage.slots[slot].as_ref().expect("staged"), 0),
-        };
         process_chunk::<E, C>(
             exec,
             plan,
             &mut ws,
-            (base_buf, base_offset),
-            (scalar_buf, scalar_offset),
+            base_stage.chunk_buffer(&bases, slot, start),
+            scalar_stage.chunk_buffer(&scalars, slot, start),
             m,
             form,
         )?;

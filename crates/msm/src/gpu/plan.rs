@@ -41,6 +41,21 @@ impl Group {
         }
     }
 
+    /// What the work that grows with the number of buckets costs per bucket, in mixed additions
+    /// of this group: `(once, per chunk)`. Once: the bucket reduction (two full additions and
+    /// the memory of each bucket). Per chunk: the counters of the counting sort, the segment
+    /// ends and the merge of each chunk's partial sums into the buckets. Fitted to window sweeps
+    /// on the H200 (docs/benchmarks.md, "Window choice"): with these, the planner's pick is the
+    /// measured best or within 3.5% of it at every size swept from 2^20 to 2^26 (G2: to 2^24).
+    /// G2's weights are larger: its partial sums and buckets are twice G1's bytes, while its
+    /// mixed addition is only 2.4 times the multiplications.
+    pub const fn bucket_weights(self) -> (f64, f64) {
+        match self {
+            Group::G1 => (2.0, 2.0),
+            Group::G2 => (4.0, 4.0),
+        }
+    }
+
     /// Fp multiplications' worth of a mixed XYZZ addition (8 multiplications and 2 squarings
     /// of the group's field): 10 in G1, 24 in G2. An Fp2 multiplication counts 2.5 Fp
     /// multiplications (Karatsuba with lazy reduction, kernels/field/fp2.cuh: 720 fused
@@ -88,9 +103,22 @@ pub const DEFAULT_AFFINE_SCRATCH: usize = 6 << 30;
 /// before they go to memory (see `msm_scatter` in kernels/msm/msm.cu).
 pub const DEFAULT_SCATTER_REGION: usize = 40 << 20;
 
-/// Points per chunk when bases or scalars stream from host memory: small enough that the copy of
-/// one chunk overlaps the work on the previous one.
+/// The shortest chunk when bases or scalars stream from host memory (see
+/// [`streamed_chunk_len`]).
 pub const DEFAULT_STREAMED_CHUNK: usize = 1 << 22;
+
+/// Points per chunk when bases or scalars of an MSM of `n_points` stream from host memory: a
+/// quarter of the points, at least [`DEFAULT_STREAMED_CHUNK`] and at most
+/// [`DEFAULT_RESIDENT_CHUNK`]. The copy of the first chunk cannot overlap anything, so chunks
+/// should be short; every chunk after the first adds work per bucket, so they should be few.
+/// Measured on the H200 with bases and scalars in pinned memory (docs/benchmarks.md, "Streamed
+/// chunks"): G1 2^24 in chunks of 2^22 149.6 ms, of 2^23 156.2 ms (window 20) to 161.5 ms
+/// (19); G1 2^26 in chunks of 2^22 567.2 ms, 2^23 564.3 ms, 2^24 533.8 ms.
+pub fn streamed_chunk_len(n_points: usize) -> usize {
+    n_points
+        .div_ceil(4)
+        .clamp(DEFAULT_STREAMED_CHUNK, DEFAULT_RESIDENT_CHUNK)
+}
 
 /// Threads per block of the point kernels.
 pub(crate) const POINT_BLOCK: u32 = 128;
@@ -220,29 +248,33 @@ pub struct MsmPlan {
 
 impl MsmPlan {
     /// The plan for `n_points` points on a device with `sm_count` multiprocessors, with bases
-    /// and scalars on the device.
+    /// and scalars on the device: chunks of at most [`DEFAULT_RESIDENT_CHUNK`] points.
+    pub fn new(n_points: usize, group: Group, sm_count: u32) -> Self {
+        Self::for_chunks(n_points, group, sm_count, DEFAULT_RESIDENT_CHUNK)
+    }
+
+    /// The plan for `n_points` points in chunks of at most `max_chunk`, its window width chosen
+    /// for that many chunks.
     ///
-    /// The window width minimises `max(n·W, fill) + 3·W·2^(c−1)` over `c`: `n·W` mixed additions
-    /// into buckets, two full additions (about 1.5 mixed ones each) per bucket in the reduction,
-    /// and `fill = 2048·sm_count`, below which more windows cost no time because the device has
+    /// The window width minimises `max(n·W, fill) + (a + b·chunks)·W·2^(c−1)` over `c`: `n·W`
+    /// mixed additions into buckets, `(a, b)` the group's [`Group::bucket_weights`] (the
+    /// reduction once, the sort's counters and the merge of partial sums once per chunk), and
+    /// `fill = 2048·sm_count`, below which more windows cost no time because the device has
     /// idle threads anyway. The device's size also sets the first level's segment length, so that
     /// it runs at least about a thousand threads per multiprocessor.
-    pub fn new(n_points: usize, group: Group, sm_count: u32) -> Self {
+    pub fn for_chunks(n_points: usize, group: Group, sm_count: u32, max_chunk: usize) -> Self {
         let fill = 2048.0 * f64::from(sm_count.max(1));
+        let chunks = n_points.div_ceil(max_chunk.max(1)).max(1) as f64;
+        let (once, per_chunk) = group.bucket_weights();
+        let weight = once + per_chunk * chunks;
         let cost = |c: u32| {
             let w = f64::from(num_windows(c));
-            (n_points as f64 * w).max(fill) + 3.0 * w * (1u64 << (c - 1)) as f64
+            (n_points as f64 * w).max(fill) + weight * w * (1u64 << (c - 1)) as f64
         };
         let window_bits =
             (4..=group.max_window_bits())
                 .fold(4, |best, c| if cost(c) < cost(best) { c } else { best });
-        Self::with_window_bits(
-            n_points,
-            group,
-            sm_count,
-            window_bits,
-            DEFAULT_RESIDENT_CHUNK,
-        )
+        Self::with_window_bits(n_points, group, sm_count, window_bits, max_chunk)
     }
 
     /// A plan with a given window width (1 to 24 bits) and largest chunk (at least one point);
@@ -505,6 +537,14 @@ impl MsmPlan {
         self.device_bytes() + 3 * self.chunk_len * (self.group.affine_bytes() + 32)
     }
 
+    /// Pinned host bytes that stage bases and scalars streamed from pageable memory: a chunk of
+    /// each in each of two slots (one slot when there is one chunk). Inputs in pinned memory need
+    /// none.
+    pub fn host_staging_bytes(&self) -> usize {
+        let slots = if self.n_chunks > 1 { 2 } else { 1 };
+        slots * self.chunk_len * (self.group.affine_bytes() + 32)
+    }
+
     /// Bucket additions of the MSM: `(mixed, full)`. Mixed: one per point and window (for
     /// random scalars, digit zero is rare); full: the reduction's two per bucket per window.
     pub fn bucket_additions(&self) -> (u64, u64) {
@@ -548,19 +588,119 @@ mod tests {
         }
     }
 
+    /// (group, log n, [(window bits, ms)]).
+    type Sweep = (Group, u32, &'static [(u32, f64)]);
+
+    /// Resident MSM times (ms) on the H200 by window width, from `bench_msm --window-sweep`
+    /// (docs/benchmarks.md, "Window choice").
+    const H200_WINDOW_SWEEP: &[Sweep] = &[
+        (
+            Group::G1,
+            20,
+            &[(14, 14.13), (15, 12.57), (16, 11.84), (17, 12.55)],
+        ),
+        (
+            Group::G1,
+            21,
+            &[(15, 21.27), (16, 20.24), (17, 20.85), (18, 23.15)],
+        ),
+        (
+            Group::G1,
+            22,
+            &[(15, 38.15), (16, 36.00), (17, 35.61), (18, 39.57)],
+        ),
+        (
+            Group::G1,
+            23,
+            &[(15, 73.04), (16, 67.74), (17, 66.02), (18, 71.91)],
+        ),
+        (
+            Group::G1,
+            24,
+            &[(18, 134.37), (19, 130.40), (20, 123.47), (21, 155.82)],
+        ),
+        (
+            Group::G1,
+            25,
+            &[(18, 261.95), (19, 248.55), (20, 229.57), (21, 286.43)],
+        ),
+        (
+            Group::G1,
+            26,
+            &[
+                (18, 521.32),
+                (19, 491.96),
+                (20, 460.37),
+                (21, 576.39),
+                (22, 522.21),
+            ],
+        ),
+        (
+            Group::G2,
+            20,
+            &[(13, 40.87), (14, 39.31), (15, 39.39), (16, 39.11)],
+        ),
+        (
+            Group::G2,
+            21,
+            &[(13, 71.52), (14, 66.81), (15, 63.66), (16, 62.02)],
+        ),
+        (
+            Group::G2,
+            22,
+            &[(14, 123.14), (15, 113.63), (16, 109.32), (17, 111.29)],
+        ),
+        (
+            Group::G2,
+            23,
+            &[(15, 213.63), (16, 203.62), (17, 200.36), (18, 214.79)],
+        ),
+        (
+            Group::G2,
+            24,
+            &[(15, 415.70), (16, 392.10), (17, 378.45), (18, 395.65)],
+        ),
+    ];
+
     #[test]
-    fn window_choice_grows_with_size() {
-        let pick = |log_n: u32| MsmPlan::new(1 << log_n, Group::G1, 132).window_bits;
-        assert_eq!(pick(20), 16);
-        assert_eq!(pick(24), 20);
-        assert_eq!(pick(26), 22);
-        let mut last = 0;
-        for log_n in 0..=27 {
-            let c = pick(log_n);
-            assert!(c >= last, "2^{log_n}: {c} after {last}");
-            last = c;
+    fn streamed_chunks_are_a_quarter_within_bounds() {
+        assert_eq!(streamed_chunk_len(1000), DEFAULT_STREAMED_CHUNK);
+        assert_eq!(streamed_chunk_len(1 << 24), 1 << 22);
+        assert_eq!(streamed_chunk_len(1 << 26), 1 << 24);
+        assert_eq!(streamed_chunk_len(1 << 28), DEFAULT_RESIDENT_CHUNK);
+    }
+
+    #[test]
+    fn window_choice_is_near_the_measured_best() {
+        for &(group, log_n, sweep) in H200_WINDOW_SWEEP {
+            let c = MsmPlan::new(1 << log_n, group, 132).window_bits;
+            let best = sweep.iter().map(|s| s.1).fold(f64::INFINITY, f64::min);
+            let Some(&(_, ms)) = sweep.iter().find(|s| s.0 == c) else {
+                panic!("{group:?} 2^{log_n}: the planner picks {c} bits, outside the sweep");
+            };
+            assert!(
+                ms <= 1.035 * best,
+                "{group:?} 2^{log_n}: {c} bits take {ms} ms, the best {best} ms"
+            );
         }
-        assert!(MsmPlan::new(1 << 27, Group::G2, 132).window_bits <= 21);
+    }
+
+    #[test]
+    fn window_choice_grows_with_size_and_shrinks_with_chunks() {
+        for group in [Group::G1, Group::G2] {
+            let mut last = 0;
+            for log_n in 0..=27 {
+                let c = MsmPlan::new(1 << log_n, group, 132).window_bits;
+                assert!(c >= last, "{group:?} 2^{log_n}: {c} after {last}");
+                assert!(c <= group.max_window_bits());
+                last = c;
+                // More chunks make every bucket cost more: never a wider window.
+                let chunked = MsmPlan::for_chunks(1 << log_n, group, 132, 1 << 20);
+                assert!(chunked.window_bits <= c, "{group:?} 2^{log_n}");
+            }
+        }
+        // Two chunks of 2^25 at 2^26: 20 bits (22 measured 13% slower, 21 25%).
+        assert_eq!(MsmPlan::new(1 << 26, Group::G1, 132).window_bits, 20);
     }
 
     #[test]
@@ -651,7 +791,9 @@ mod tests {
             plan.reduce_levels().0.iter().map(|l| l.seg).collect()
         };
         assert_eq!(segs(24), vec![16, 4, 4, 4, 4, 4, 4]);
-        assert_eq!(segs(26), vec![16, 16, 4, 4, 4, 4, 4]);
+        let wide = MsmPlan::with_window_bits(1 << 26, Group::G1, 132, 22, DEFAULT_RESIDENT_CHUNK);
+        let wide_segs: Vec<usize> = wide.reduce_levels().0.iter().map(|l| l.seg).collect();
+        assert_eq!(wide_segs, vec![16, 16, 4, 4, 4, 4, 4]);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! `emu`) and the device (feature `cuda`, skipped with a message when there is none).
 #![allow(unsafe_code)]
 
-use cuzk_field::layout::FpLimbs;
+use cuzk_field::layout::{FpLimbs, FrLimbs};
 use cuzk_field::{Bitmap, Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
@@ -36,9 +36,11 @@ macro_rules! for_each_exec {
             if let Some(dev) = cuzk_gpu::device_for_tests() {
                 let kernels = super::exec::GpuKernels::load(&dev).expect("the msm module loads");
                 let cache = super::exec::BufferCache::default();
+                let staging = super::exec::BufferCache::default();
                 let $exec = &super::exec::GpuExec {
                     kernels: &kernels,
                     cache: &cache,
+                    staging: &staging,
                     profile: None,
                 };
                 let $device = true;
@@ -352,14 +354,27 @@ fn canonical(scalars: &[Scalar]) -> Vec<[u8; 32]> {
     scalars.iter().map(Scalar::to_bytes_le).collect()
 }
 
-/// Runs one MSM through the driver, resident or streamed, in either scalar form.
+/// Where an MSM's bases and scalars are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Input {
+    /// In device memory.
+    Device,
+    /// In pinned host memory, streamed from there.
+    Pinned,
+    /// In pageable host memory, streamed through pinned staging buffers.
+    Host,
+    /// Bases in device memory, scalars streamed from pageable host memory.
+    Mixed,
+}
+
+/// Runs one MSM through the driver with its inputs in `input`, in either scalar form.
 fn run_msm<E: Exec, C: GpuCurve>(
     exec: &E,
     plan: &MsmPlan,
     bases: &[C::Affine],
     scalars: &[Scalar],
     form: ScalarForm,
-    resident: bool,
+    input: Input,
 ) -> C::Projective {
     let canon = canonical(scalars);
     let scalar_bytes: &[u8] = match form {
@@ -369,28 +384,56 @@ fn run_msm<E: Exec, C: GpuCurve>(
         ScalarForm::Canonical => unsafe { as_bytes(&canon) },
     };
     let base_bytes = affine_bytes::<C>(bases);
-    let result = if resident {
-        let mut b = exec.alloc(base_bytes.len()).unwrap();
-        exec.upload(&mut b, base_bytes).unwrap();
-        let mut s = exec.alloc(scalar_bytes.len()).unwrap();
-        exec.upload(&mut s, scalar_bytes).unwrap();
-        pippenger::msm::<E, C>(exec, plan, Source::Device(&b), Source::Device(&s), form)
-    } else {
-        pippenger::msm::<E, C>(
+    let result = match input {
+        Input::Device => {
+            let mut b = exec.alloc(base_bytes.len()).unwrap();
+            exec.upload(&mut b, base_bytes).unwrap();
+            let mut s = exec.alloc(scalar_bytes.len()).unwrap();
+            exec.upload(&mut s, scalar_bytes).unwrap();
+            pippenger::msm::<E, C>(exec, plan, Source::Device(&b), Source::Device(&s), form)
+        }
+        Input::Pinned => {
+            let pin = |bytes: &[u8]| {
+                let mut pinned = exec.alloc_staging(bytes.len()).unwrap();
+                exec.fill_staging(&mut pinned, bytes).unwrap();
+                pinned
+            };
+            let (b, s) = (pin(base_bytes), pin(scalar_bytes));
+            pippenger::msm::<E, C>(
+                exec,
+                plan,
+                Source::Pinned(E::staged(&b)),
+                Source::Pinned(E::staged(&s)),
+                form,
+            )
+        }
+        Input::Mixed => {
+            let mut b = exec.alloc(base_bytes.len()).unwrap();
+            exec.upload(&mut b, base_bytes).unwrap();
+            pippenger::msm::<E, C>(
+                exec,
+                plan,
+                Source::Device(&b),
+                Source::Host(scalar_bytes),
+                form,
+            )
+        }
+        Input::Host => pippenger::msm::<E, C>(
             exec,
             plan,
             Source::Host(base_bytes),
             Source::Host(scalar_bytes),
             form,
-        )
+        ),
     };
     result.expect("the MSM runs")
 }
 
-/// Checks one MSM against the naive sum in every mode: resident and streamed, both forms, with
-/// batch-affine bucket sums (all windows in one group); then resident and Montgomery with the
-/// XYZZ bucket sums (the scatter cut into three parts per window) and with batch-affine groups
-/// of one window.
+/// Checks one MSM against the naive sum in every mode: resident, both forms, and streamed from
+/// pageable (Montgomery) and pinned (canonical) memory, with batch-affine bucket sums (all
+/// windows in one group); then Montgomery with the XYZZ bucket sums (resident, the scatter cut
+/// into three parts per window) and with batch-affine groups of one window (bases resident,
+/// scalars streamed).
 fn check_msm<E: Exec, C: TestCurve>(
     exec: &E,
     plan: &MsmPlan,
@@ -410,20 +453,20 @@ fn check_msm<E: Exec, C: TestCurve>(
     let one_window_groups = affine.clone().with_affine_scratch(0);
     assert_eq!(one_window_groups.affine_group_windows, 1);
     let runs = [
-        (&affine, ScalarForm::Montgomery, true),
-        (&affine, ScalarForm::Canonical, true),
-        (&affine, ScalarForm::Montgomery, false),
-        (&affine, ScalarForm::Canonical, false),
-        (&xyzz, ScalarForm::Montgomery, true),
-        (&one_window_groups, ScalarForm::Montgomery, true),
+        (&affine, ScalarForm::Montgomery, Input::Device),
+        (&affine, ScalarForm::Canonical, Input::Device),
+        (&affine, ScalarForm::Montgomery, Input::Host),
+        (&affine, ScalarForm::Canonical, Input::Pinned),
+        (&xyzz, ScalarForm::Montgomery, Input::Device),
+        (&one_window_groups, ScalarForm::Montgomery, Input::Mixed),
     ];
-    for (plan, form, resident) in runs {
-        let got = run_msm::<E, C>(exec, plan, bases, scalars, form, resident);
+    for (plan, form, input) in runs {
+        let got = run_msm::<E, C>(exec, plan, bases, scalars, form, input);
         assert_eq!(
             got,
             want,
             "{} MSM of {} points ({what}), window {}, chunks of {}, {:?} in groups of {} windows, \
-             scatter in {} parts, {form:?}, resident {resident}",
+             scatter in {} parts, {form:?}, inputs {input:?}",
             C::NAME,
             bases.len(),
             plan.window_bits,
@@ -597,34 +640,39 @@ fn msm_matches_blst_at_larger_sizes() {
             let scalars = random_scalars(n, &mut rng);
             let want = crate::fast::msm::<G1>(&bases, &scalars).unwrap();
             let plan = MsmPlan::new(n, super::Group::G1, exec.sm_count());
-            for resident in [true, false] {
+            for input in [Input::Device, Input::Pinned, Input::Host] {
+                let got =
+                    run_msm::<_, G1>(exec, &plan, &bases, &scalars, ScalarForm::Montgomery, input);
+                assert_eq!(got, want, "G1 2^{log_n}, inputs {input:?}");
+            }
+            // Five chunks, the last one shorter: both staging rings wrap around.
+            let streamed = plan.with_max_chunk(n / 5 + 1);
+            assert_eq!(streamed.n_chunks, 5);
+            for input in [Input::Pinned, Input::Host] {
                 let got = run_msm::<_, G1>(
                     exec,
-                    &plan,
+                    &streamed,
                     &bases,
                     &scalars,
                     ScalarForm::Montgomery,
-                    resident,
+                    input,
                 );
-                assert_eq!(got, want, "G1 2^{log_n}, resident {resident}");
+                assert_eq!(got, want, "G1 2^{log_n} in chunks, inputs {input:?}");
             }
-            let streamed = plan.with_max_chunk(n / 3);
-            let got = run_msm::<_, G1>(
-                exec,
-                &streamed,
-                &bases,
-                &scalars,
-                ScalarForm::Montgomery,
-                false,
-            );
-            assert_eq!(got, want, "G1 2^{log_n} in chunks");
             // A skewed distribution: a quarter of the scalars share one value.
             let mut skewed = scalars.clone();
             for s in skewed.iter_mut().step_by(4) {
                 *s = scalars[0];
             }
             let want = crate::fast::msm::<G1>(&bases, &skewed).unwrap();
-            let got = run_msm::<_, G1>(exec, &plan, &bases, &skewed, ScalarForm::Montgomery, true);
+            let got = run_msm::<_, G1>(
+                exec,
+                &plan,
+                &bases,
+                &skewed,
+                ScalarForm::Montgomery,
+                Input::Device,
+            );
             assert_eq!(got, want, "G1 2^{log_n} skewed");
         }
         for log_n in [12usize, 15] {
@@ -633,7 +681,14 @@ fn msm_matches_blst_at_larger_sizes() {
             let scalars = random_scalars(n, &mut rng);
             let want = crate::fast::msm::<G2>(&bases, &scalars).unwrap();
             let plan = MsmPlan::new(n, super::Group::G2, exec.sm_count());
-            let got = run_msm::<_, G2>(exec, &plan, &bases, &scalars, ScalarForm::Canonical, true);
+            let got = run_msm::<_, G2>(
+                exec,
+                &plan,
+                &bases,
+                &scalars,
+                ScalarForm::Canonical,
+                Input::Host,
+            );
             assert_eq!(got, want, "G2 2^{log_n}");
         }
     });
@@ -772,6 +827,41 @@ fn gpu_msm_api_checks_inputs_and_agrees() {
             .unwrap(),
         want
     );
+    // Pinned inputs, in both scalar forms, and pinned bases with pageable scalars.
+    let pinned_bases = gpu.pin_bases::<G1>(bases).unwrap();
+    let pinned_scalars = gpu.pin_scalars(&scalars).unwrap();
+    let canon_limbs: Vec<FrLimbs> = canon
+        .iter()
+        .map(|b| {
+            FrLimbs(std::array::from_fn(|i| {
+                u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().unwrap())
+            }))
+        })
+        .collect();
+    let pinned_canon = gpu.device().pin(&canon_limbs).unwrap();
+    for (pinned, form) in [
+        (&pinned_scalars, ScalarForm::Montgomery),
+        (&pinned_canon, ScalarForm::Canonical),
+    ] {
+        assert_eq!(
+            gpu.msm::<G1>(Bases::Pinned(&pinned_bases), Scalars::Pinned(pinned, form))
+                .unwrap(),
+            want,
+            "{form:?}"
+        );
+    }
+    assert_eq!(
+        gpu.msm::<G1>(Bases::Pinned(&pinned_bases), Scalars::Host(&scalars))
+            .unwrap(),
+        want
+    );
+    let err = gpu
+        .msm::<G1>(Bases::Pinned(&pinned_bases), Scalars::Host(&scalars[1..]))
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        super::GpuMsmError::Input(MsmError::LengthMismatch { .. })
+    ));
 
     let err = gpu
         .msm::<G1>(Bases::Host(&bases[1..]), Scalars::Host(&scalars))
@@ -832,6 +922,13 @@ fn gpu_msm_reuses_its_workspace() {
         got,
         crate::fast::msm::<G1>(&f.bases[..m], &scalars).unwrap()
     );
+    // Pageable inputs went through pinned staging, which the next call may reuse.
+    assert_eq!(
+        gpu.staging_bytes(),
+        gpu.streamed_plan(m, crate::gpu::Group::G1)
+            .host_staging_bytes()
+    );
     gpu.release_workspace();
     assert_eq!(gpu.workspace_bytes(), 0);
+    assert_eq!(gpu.staging_bytes(), 0);
 }

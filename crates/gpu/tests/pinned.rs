@@ -1,0 +1,95 @@
+//! Pinned host memory and the asynchronous copies out of it, on a device. Skips (and passes)
+//! without a GPU.
+#![cfg(feature = "cuda")]
+
+use cuzk_gpu::{GpuError, PinnedBuffer};
+
+fn pattern(len: usize, salt: u64) -> Vec<u64> {
+    (0..len as u64)
+        .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ salt)
+        .collect()
+}
+
+#[test]
+fn pinned_copies_land_in_order_and_writes_wait_for_them() {
+    let Some(device) = cuzk_gpu::device_for_tests() else {
+        return;
+    };
+    let stream = device.new_stream().unwrap();
+    let n = 3 << 20;
+    let values = pattern(n, 1);
+    let mut host: PinnedBuffer<u64> = device.pin(&values).unwrap();
+    assert_eq!(host.len(), n);
+    assert_eq!(host.size_bytes(), 8 * n);
+    assert_eq!(&host[..], &values[..]);
+
+    // Three chunks queued back to front into one device buffer, then read back.
+    let mut dev = stream.alloc::<u64>(n).unwrap();
+    let chunk = n / 3;
+    for k in (0..3).rev() {
+        let bytes = host
+            .bytes()
+            .range(8 * k * chunk..8 * (k + 1) * chunk)
+            .unwrap();
+        stream
+            .copy_pinned_to_device(bytes, &mut dev, k * chunk)
+            .unwrap();
+    }
+    assert_eq!(stream.download(&dev).unwrap(), values);
+
+    // Writing the buffer right after queueing a copy waits for the copy: the device gets the
+    // old contents, the host the new ones.
+    let mut second = stream.alloc::<u64>(n).unwrap();
+    stream
+        .copy_pinned_to_device(host.bytes(), &mut second, 0)
+        .unwrap();
+    let newer = pattern(n, 2);
+    host.as_mut_slice().unwrap().copy_from_slice(&newer);
+    assert_eq!(stream.download(&second).unwrap(), values);
+    assert_eq!(&host[..], &newer[..]);
+
+    // Elements of another size: the bytes are copied as they are.
+    let mut words = stream.alloc::<u32>(2 * n).unwrap();
+    stream
+        .copy_pinned_to_device(host.bytes(), &mut words, 0)
+        .unwrap();
+    let back = stream.download(&words).unwrap();
+    assert_eq!(back[0], newer[0] as u32);
+    assert_eq!(back[1], (newer[0] >> 32) as u32);
+    drop(host);
+}
+
+#[test]
+fn pinned_copies_reject_bad_ranges() {
+    let Some(device) = cuzk_gpu::device_for_tests() else {
+        return;
+    };
+    let stream = device.new_stream().unwrap();
+    let host: PinnedBuffer<u32> = device.alloc_pinned(16).unwrap();
+    assert!(host.iter().all(|&v| v == 0));
+    let mut dev = stream.alloc::<u32>(8).unwrap();
+    let invalid = |r: Result<(), GpuError>| matches!(r, Err(GpuError::InvalidArgument(_)));
+    // 16 elements into 8.
+    assert!(invalid(stream.copy_pinned_to_device(
+        host.bytes(),
+        &mut dev,
+        0
+    )));
+    // 4 elements from offset 6 of 8.
+    let four = host.bytes().range(0..16).unwrap();
+    assert!(invalid(stream.copy_pinned_to_device(four, &mut dev, 6)));
+    // Not a whole number of u32s.
+    let odd = host.bytes().range(0..6).unwrap();
+    assert!(invalid(stream.copy_pinned_to_device(odd, &mut dev, 0)));
+    // Outside the buffer, and reversed.
+    assert!(host.bytes().range(60..68).is_err());
+    #[allow(clippy::reversed_empty_ranges)]
+    let reversed = host.bytes().range(8..4);
+    assert!(reversed.is_err());
+    // Empty copies and buffers are fine.
+    let empty = host.bytes().range(4..4).unwrap();
+    stream.copy_pinned_to_device(empty, &mut dev, 8).unwrap();
+    let none: PinnedBuffer<u64> = device.alloc_pinned(0).unwrap();
+    assert!(none.is_empty() && none.bytes().is_empty());
+    host.wait_for_copies().unwrap();
+}
