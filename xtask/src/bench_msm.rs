@@ -166,7 +166,9 @@ fn write_docs(path: &Path) -> anyhow::Result<()> {
          are CUDA-event medians after a warm-up, from the first kernel to the result on the host \
          (the host's share of the reduction included). *Resident*: bases and scalars in device \
          memory, the default plan (mixed-XYZZ bucket sums). *Streamed*: both in host memory, \
-         copied in chunks of 2^22 points on a second stream while the previous chunk computes: \
+         copied on a second stream in chunks of a quarter of the points (at least 2^22, at \
+         most 2^25: `streamed_chunk_len`; the window chosen for that many chunks) while the \
+         previous chunk computes: \
          from *pinned* memory directly, or from *pageable* memory through two pinned staging \
          buffers the host fills (in parallel) while the device copies and computes.{copy_rates} *Floor*: the plan's bucket additions (one mixed addition per point and \
          window, two full additions per bucket) times their Fp multiplications (G1: 10 and 14, \
