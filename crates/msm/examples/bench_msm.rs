@@ -1,20 +1,21 @@
 //! The GPU MSM benchmark behind `cargo xtask bench msm` (needs a GPU and the `cuda` feature).
 //!
-//! Times G1 and G2 MSMs of 2^min to 2^max points (G2 to 2^g2-max) with bases and scalars
-//! resident on the device and with both streamed from host memory (pinned, and pageable through
-//! pinned staging buffers): a warm-up run, then `reps`
-//! runs timed with CUDA events on the MSM's stream, the median reported. Beside each figure: the
-//! floor (the plan's bucket additions × Fp multiplications per addition, at the Fp multiplication
-//! rate this device reaches in the throughput probe), and a stage-by-stage profile of one run.
-//! Each size is checked once against blst's CPU MSM up to 2^check-max points.
+//! Times G1 and G2 MSMs of 2^min to 2^max points (G1 to 2^g1-max, G2 to 2^g2-max) with bases
+//! and scalars resident on the device and with both streamed from host memory (pinned, and
+//! pageable through pinned staging buffers): a warm-up run, then `reps` runs timed with CUDA
+//! events on the MSM's stream, the median reported. Beside each figure: the floor (the plan's
+//! bucket additions × Fp multiplications per addition, at the Fp multiplication rate this device
+//! reaches in the throughput probe), and a stage-by-stage profile of one run. Each size is
+//! checked once against blst's CPU MSM up to 2^check-max points.
 //!
 //! Arguments: `--min 20 --max 26 --g2-max 24 --reps 5 --check-max 22 --out FILE.json`
-//! (`--no-streamed` skips the streamed runs, `--no-affine` the batch-affine ones;
-//! `--scatter-region BYTES` sets the sorted entries one scatter launch may write, 0 for no
-//! limit, instead of the device's L2; `--window-bits C` replaces the planner's window width;
-//! `--window-sweep` also times the resident MSM with the windows from two below to one above the
-//! plan's; `--streamed-chunk N` and `--streamed-window-bits C` replace the streamed plan's chunk
-//! length and window). Prints a Markdown table; `--out` also writes every figure as JSON, which
+//! (`--g1-max` bounds G1 as `--g2-max` does G2; `--no-streamed` skips the streamed runs,
+//! `--no-affine` the batch-affine ones; `--scatter-region BYTES` sets the sorted entries one
+//! scatter launch may write, 0 for no limit, instead of the device's L2; `--window-bits C`
+//! replaces the planner's window width; `--window-sweep` also times the resident MSM with the
+//! windows from two below to one above the plan's; `--streamed-chunk N` and
+//! `--streamed-window-bits C` replace the streamed plan's chunk length and window). Prints a
+//! Markdown table; `--out` also writes every figure as JSON, which
 //! `cargo xtask bench msm --from FILE.json` turns into docs/benchmarks.md.
 
 use std::time::Instant;
@@ -34,6 +35,7 @@ use rayon::prelude::*;
 struct Args {
     min: u32,
     max: u32,
+    g1_max: u32,
     g2_max: u32,
     reps: usize,
     check_max: u32,
@@ -60,6 +62,7 @@ fn parse_args() -> Args {
     Args {
         min: num("--min", 20),
         max: num("--max", 26),
+        g1_max: num("--g1-max", u32::MAX),
         g2_max: num("--g2-max", 24),
         reps: num("--reps", 5) as usize,
         check_max: num("--check-max", 22),
@@ -435,7 +438,7 @@ fn main() {
     bench_group::<G1>(
         &gpu,
         &args,
-        args.max,
+        args.g1_max.min(args.max),
         "G1",
         G1Projective::generator(),
         fp_mul_rate,
