@@ -38,7 +38,18 @@ fn pinned_copies_land_in_order_and_writes_wait_for_them() {
     assert_eq!(stream.download(&dev).unwrap(), values);
 
     // Writing the buffer right after queueing a copy waits for the copy: the device gets the
-    // old contents, the host the new ones.
+    // old contents, the host the new ones. The copy is held back behind about 20 ms of
+    // device-to-device copies on another stream, so that without the wait the host's write
+    // would land first.
+    let other = device.new_stream().unwrap();
+    let big = 1usize << 27;
+    let from = other.alloc_zeroed::<u64>(big).unwrap();
+    let mut to = other.alloc::<u64>(big).unwrap();
+    // 1 GiB each, about 0.5 ms at the H200's 4.3 TB/s (read and write).
+    for _ in 0..40 {
+        other.copy_device(&from, &mut to).unwrap();
+    }
+    stream.wait_event(&other.record_event().unwrap()).unwrap();
     let mut second = stream.alloc::<u64>(n).unwrap();
     stream
         .copy_pinned_to_device(host.bytes(), &mut second, 0)
@@ -47,6 +58,7 @@ fn pinned_copies_land_in_order_and_writes_wait_for_them() {
     host.as_mut_slice().unwrap().copy_from_slice(&newer);
     assert_eq!(stream.download(&second).unwrap(), values);
     assert_eq!(&host[..], &newer[..]);
+    other.synchronize().unwrap();
 
     // Elements of another size: the bytes are copied as they are.
     let mut words = stream.alloc::<u32>(2 * n).unwrap();

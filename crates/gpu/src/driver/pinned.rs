@@ -9,13 +9,15 @@
 //! Ownership contract: a queued copy reads the host memory after the call that queued it has
 //! returned, so the memory must neither change nor be freed until the copy has run. A
 //! [`PinnedBuffer`] keeps an event for every copy queued out of it that may still be running;
-//! [`PinnedBuffer::as_mut_slice`] and dropping the buffer wait for them. Reading the buffer on
-//! the host while copies run is fine (both only read), so `&PinnedBuffer` derefs to `&[T]`
-//! freely. No copy ever writes into a `PinnedBuffer`.
+//! [`PinnedBuffer::as_mut_slice`] and dropping the buffer wait for them. If a wait fails, or a
+//! copy could not be given an event, the buffer refuses writes from then on and its memory is
+//! leaked rather than freed under a copy. Reading the buffer on the host while copies run is
+//! fine (both only read), so `&PinnedBuffer` derefs to `&[T]` freely. No copy ever writes into a `PinnedBuffer`.
 
 use std::mem::size_of;
 use std::ops::{Deref, Range};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{result, sys, CudaContext, CudaEvent};
@@ -27,6 +29,9 @@ use crate::GpuError;
 #[derive(Debug, Default)]
 struct PendingCopies {
     events: Mutex<Vec<CudaEvent>>,
+    /// Set when a copy may be running that no event tracks, or a wait failed: from then on the
+    /// memory is never written or freed (a leak, not a use after free).
+    poisoned: AtomicBool,
 }
 
 impl PendingCopies {
@@ -38,13 +43,38 @@ impl PendingCopies {
         events.push(event);
     }
 
-    /// Blocks until every copy queued so far has run.
+    /// Marks the memory as possibly read by a copy no event tracks.
+    fn poison(&self) {
+        self.poisoned.store(true, Ordering::SeqCst);
+    }
+
+    /// Blocks until every copy queued so far has run. Waits for every event even when one
+    /// fails; any failure poisons the buffer.
     fn wait(&self) -> Result<(), GpuError> {
         let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        let mut failure = None;
         for event in events.iter() {
-            driver("cuEventSynchronize", event.synchronize())?;
+            // SAFETY: `event` owns a live event handle. `cuEventSynchronize` is called directly
+            // rather than through `CudaEvent::synchronize`, whose binding of the context first
+            // returns (and clears) any error another call stored in the context, without
+            // waiting.
+            if let Err(e) = unsafe { result::event::synchronize(event.cu_event()) } {
+                failure.get_or_insert(e);
+            }
+        }
+        if let Some(e) = failure {
+            self.poison();
+            return driver("cuEventSynchronize", Err(e));
         }
         events.clear();
+        if self.poisoned.load(Ordering::SeqCst) {
+            return Err(GpuError::Driver {
+                call: "cuEventRecord",
+                status: "a copy out of this pinned buffer could not be tracked; the buffer is \
+                         no longer written or freed"
+                    .into(),
+            });
+        }
         Ok(())
     }
 }
@@ -168,9 +198,14 @@ impl<T> Drop for PinnedBuffer<T> {
         if std::mem::size_of::<T>() == 0 || self.len == 0 {
             return;
         }
-        // A copy that failed to finish means a broken context: nothing reads the memory then.
-        let _ = self.pending.wait();
-        let _ = self.ctx.bind_to_thread();
+        // A copy that may still read the memory, or one that nothing tracks: leak the memory
+        // rather than free it under the copy.
+        if self.pending.wait().is_err() {
+            return;
+        }
+        // SAFETY: `cu_ctx` is the live context the memory was allocated in (held by `ctx`);
+        // made current directly, without cudarc's check of errors stored by other calls.
+        let _ = unsafe { result::ctx::set_current(self.ctx.cu_ctx()) };
         // SAFETY: `ptr` came from `cuMemHostAlloc` and no copy reads it any more (waited above);
         // it is freed once, here.
         let _ = unsafe { result::free_host(self.ptr.as_ptr().cast()) };
@@ -227,6 +262,11 @@ impl Stream {
         offset: usize,
     ) -> Result<(), GpuError> {
         let size = size_of::<T>();
+        if size == 0 {
+            return Err(GpuError::InvalidArgument(
+                "a copy into a buffer of zero-sized elements".into(),
+            ));
+        }
         if host.len() % size != 0 {
             return Err(GpuError::InvalidArgument(format!(
                 "{} pinned bytes are not a whole number of {size}-byte elements",
@@ -251,9 +291,12 @@ impl Stream {
             self.inner.memcpy_htod(host.bytes, &mut view),
         )?;
         // If recording failed, the copy could still be in flight with nothing to wait on:
-        // wait for the whole stream instead before handing the error back.
+        // wait for the whole stream instead before handing the error back, and if even that
+        // fails, poison the buffer (never written or freed again).
         if let Err(e) = driver("cuEventRecord", event.record(&self.inner)) {
-            self.synchronize()?;
+            if self.synchronize().is_err() {
+                host.pending.poison();
+            }
             return Err(e);
         }
         host.pending.push(event);

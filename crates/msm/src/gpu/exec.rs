@@ -57,6 +57,9 @@ pub(crate) trait Exec {
     fn fill_staging(&self, dst: &mut Self::Staging, src: &[u8]) -> Result<(), GpuMsmError>;
     /// A staging buffer as pinned memory to copy from.
     fn staged(src: &Self::Staging) -> &Self::Pinned;
+    /// Blocks the host until every copy issued so far on the copy lane has run (for error paths:
+    /// a call must not hand its buffers back with copies into them in flight).
+    fn wait_for_copies(&self) -> Result<(), GpuMsmError>;
     /// Makes later compute work wait for every copy issued so far on the copy lane.
     fn compute_waits_for_copies(&self) -> Result<(), GpuMsmError>;
     /// Marks the compute lane's current position.
@@ -431,6 +434,10 @@ mod gpu {
             src.get()
         }
 
+        fn wait_for_copies(&self) -> Result<(), GpuMsmError> {
+            Ok(self.kernels.copy_stream.synchronize()?)
+        }
+
         fn compute_waits_for_copies(&self) -> Result<(), GpuMsmError> {
             let event = self.kernels.copy_stream.record_event()?;
             Ok(self.kernels.stream.wait_event(&event)?)
@@ -646,6 +653,10 @@ mod emu {
 
         fn staged(src: &Vec<u8>) -> &[u8] {
             src
+        }
+
+        fn wait_for_copies(&self) -> Result<(), GpuMsmError> {
+            Ok(())
         }
 
         fn compute_waits_for_copies(&self) -> Result<(), GpuMsmError> {

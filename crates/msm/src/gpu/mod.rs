@@ -70,7 +70,9 @@ pub enum ScalarForm {
     /// Montgomery form, as blstrs keeps a [`Scalar`](cuzk_field::Scalar) in memory.
     Montgomery,
     /// The canonical integer, little-endian. Values at or above the group order `r` are
-    /// reduced modulo `r` on the device (the host entry points reject them, as the CPU does).
+    /// reduced modulo `r` on the device; scalars in pageable host memory
+    /// (`Scalars::HostCanonical`) are checked first and rejected, as the CPU does (scalars in
+    /// device or pinned memory are not read on the host).
     Canonical,
 }
 

@@ -202,31 +202,43 @@ pub(crate) fn msm<E: Exec, C: GpuCurve>(
         exec.copies_wait_for(&allocated)?;
     }
 
-    for chunk in 0..plan.n_chunks {
-        let start = chunk * plan.chunk_len;
-        let m = plan.chunk_len.min(plan.n_points - start);
-        let slot = slot_of(plan, chunk, m);
-        if streaming {
-            if let Some(event) = slot_free[slot].take() {
-                exec.copies_wait_for(&event)?;
+    let mut run_chunks = || -> Result<(), GpuMsmError> {
+        for chunk in 0..plan.n_chunks {
+            let start = chunk * plan.chunk_len;
+            let m = plan.chunk_len.min(plan.n_points - start);
+            let slot = slot_of(plan, chunk, m);
+            if streaming {
+                if let Some(event) = slot_free[slot].take() {
+                    exec.copies_wait_for(&event)?;
+                }
+                base_stage.copy_chunk(exec, &bases, chunk, slot, (start, m))?;
+                scalar_stage.copy_chunk(exec, &scalars, chunk, slot, (start, m))?;
+                exec.compute_waits_for_copies()?;
+                exec.mark("stage")?;
             }
-            base_stage.copy_chunk(exec, &bases, chunk, slot, (start, m))?;
-            scalar_stage.copy_chunk(exec, &scalars, chunk, slot, (start, m))?;
-            exec.compute_waits_for_copies()?;
-            exec.mark("stage")?;
+            process_chunk::<E, C>(
+                exec,
+                plan,
+                &mut ws,
+                base_stage.chunk_buffer(&bases, slot, start),
+                scalar_stage.chunk_buffer(&scalars, slot, start),
+                m,
+                form,
+            )?;
+            if streaming {
+                slot_free[slot] = Some(exec.record_compute()?);
+            }
         }
-        process_chunk::<E, C>(
-            exec,
-            plan,
-            &mut ws,
-            base_stage.chunk_buffer(&bases, slot, start),
-            scalar_stage.chunk_buffer(&scalars, slot, start),
-            m,
-            form,
-        )?;
+        Ok(())
+    };
+    if let Err(e) = run_chunks() {
+        // Copies into the staging slots may still be queued, and the slots go back to the
+        // buffer cache (or are freed) on the compute lane, which waits only for the copies it
+        // was told of: wait for all of them before the buffers leave this call.
         if streaming {
-            slot_free[slot] = Some(exec.record_compute()?);
+            let _ = exec.wait_for_copies();
         }
+        return Err(e);
     }
     finish::<E, C>(exec, plan, &mut ws)
 }

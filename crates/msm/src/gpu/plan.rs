@@ -539,8 +539,8 @@ impl MsmPlan {
     }
 
     /// Pinned host bytes that stage bases and scalars streamed from pageable memory: a chunk of
-    /// each in each of two slots (one slot when there is one chunk). Inputs in pinned memory need
-    /// none.
+    /// each in each of two slots (one slot when there is one chunk), when both are pageable.
+    /// Inputs in pinned or device memory need none.
     pub fn host_staging_bytes(&self) -> usize {
         let slots = if self.n_chunks > 1 { 2 } else { 1 };
         slots * self.chunk_len * (self.group.affine_bytes() + 32)
