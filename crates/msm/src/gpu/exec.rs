@@ -518,6 +518,7 @@ pub(crate) use emu::EmuExec;
 #[cfg(feature = "emu")]
 #[cfg_attr(not(test), allow(dead_code))]
 mod emu {
+    use std::cell::Cell;
     use std::ffi::{c_char, c_void, CString};
 
     use super::{Arg, Exec};
@@ -539,6 +540,10 @@ mod emu {
         ptr: *mut u64,
         words: usize,
         bytes: usize,
+        /// The number of the last copy-lane copy into the buffer (0: none).
+        copied_by: Cell<u64>,
+        /// The number of the last compute-lane operation that used the buffer.
+        used_by: Cell<u64>,
     }
 
     impl std::fmt::Debug for EmuBuf {
@@ -555,6 +560,8 @@ mod emu {
                 ptr: Box::into_raw(boxed).cast::<u64>(),
                 words,
                 bytes,
+                copied_by: Cell::new(0),
+                used_by: Cell::new(0),
             }
         }
 
@@ -580,9 +587,54 @@ mod emu {
     }
 
     /// [`Exec`] on the host emulator, pretending to have `sm_count` multiprocessors.
-    #[derive(Debug, Clone, Copy)]
+    ///
+    /// Everything runs at once on the calling thread, so the two lanes cannot race here; instead
+    /// the emulator checks the ordering calls a device needs, and fails the call that breaks
+    /// one. Operations on each lane are numbered. A compute operation (kernel, copy, download)
+    /// on a buffer with a copy-lane copy the compute lane was not told to wait for
+    /// (`compute_waits_for_copies`) is an error, and so is a copy into a buffer that compute
+    /// operations used after the last point the copy lane waited for (`copies_wait_for`).
+    #[derive(Debug, Default)]
     pub(crate) struct EmuExec {
         pub(crate) sm_count: u32,
+        /// Copy-lane copies issued so far.
+        copies: Cell<u64>,
+        /// Copies the compute lane has waited for (the first this many).
+        compute_waited: Cell<u64>,
+        /// Compute-lane operations issued so far (allocations included).
+        computes: Cell<u64>,
+        /// Compute operations the copy lane has waited for (the first this many).
+        copies_waited: Cell<u64>,
+    }
+
+    impl EmuExec {
+        pub(crate) fn new(sm_count: u32) -> Self {
+            Self {
+                sm_count,
+                ..Self::default()
+            }
+        }
+
+        /// Numbers a compute operation on `bufs`, after checking that each has no copy the
+        /// compute lane has not waited for.
+        fn compute_on(&self, what: &str, bufs: &[&EmuBuf]) -> Result<(), GpuMsmError> {
+            for buf in bufs {
+                if buf.copied_by.get() > self.compute_waited.get() {
+                    return Err(GpuMsmError::Emulator(format!(
+                        "{what} uses a buffer of {} bytes whose copy (number {}) the compute lane \
+                         did not wait for",
+                        buf.bytes,
+                        buf.copied_by.get()
+                    )));
+                }
+            }
+            let n = self.computes.get() + 1;
+            self.computes.set(n);
+            for buf in bufs {
+                buf.used_by.set(n);
+            }
+            Ok(())
+        }
     }
 
     fn same_size(expected: usize, got: usize) -> Result<(), GpuMsmError> {
@@ -597,7 +649,8 @@ mod emu {
 
     impl Exec for EmuExec {
         type Buf = EmuBuf;
-        type Event = ();
+        /// The number of compute operations issued when it was recorded.
+        type Event = u64;
         type Pinned = [u8];
         type Staging = Vec<u8>;
 
@@ -606,7 +659,10 @@ mod emu {
         }
 
         fn alloc(&self, bytes: usize) -> Result<EmuBuf, GpuMsmError> {
-            Ok(EmuBuf::new(bytes))
+            // Allocated on the compute lane, as on the device.
+            let buf = EmuBuf::new(bytes);
+            self.compute_on("an allocation", &[&buf])?;
+            Ok(buf)
         }
 
         fn size(buf: &EmuBuf) -> usize {
@@ -614,12 +670,14 @@ mod emu {
         }
 
         fn zero(&self, buf: &mut EmuBuf) -> Result<(), GpuMsmError> {
+            self.compute_on("a clear", &[buf])?;
             buf.bytes_mut().fill(0);
             Ok(())
         }
 
         fn upload(&self, dst: &mut EmuBuf, src: &[u8]) -> Result<(), GpuMsmError> {
             same_size(dst.bytes, src.len())?;
+            self.compute_on("an upload", &[dst])?;
             dst.bytes_mut().copy_from_slice(src);
             Ok(())
         }
@@ -634,7 +692,20 @@ mod emu {
             let src = src
                 .get(range.clone())
                 .ok_or_else(|| GpuMsmError::Emulator(format!("bytes {range:?} of {len}")))?;
-            self.upload(dst, src)
+            same_size(dst.bytes, src.len())?;
+            if dst.used_by.get() > self.copies_waited.get() {
+                return Err(GpuMsmError::Emulator(format!(
+                    "a copy into a buffer of {} bytes that compute operation {} uses, which the \
+                     copy lane did not wait for",
+                    dst.bytes,
+                    dst.used_by.get()
+                )));
+            }
+            let n = self.copies.get() + 1;
+            self.copies.set(n);
+            dst.copied_by.set(n);
+            dst.bytes_mut().copy_from_slice(src);
+            Ok(())
         }
 
         fn alloc_staging(&self, bytes: usize) -> Result<Vec<u8>, GpuMsmError> {
@@ -656,29 +727,35 @@ mod emu {
         }
 
         fn wait_for_copies(&self) -> Result<(), GpuMsmError> {
+            // The host waited: every copy has landed, for the compute lane too.
+            self.compute_waited.set(self.copies.get());
             Ok(())
         }
 
         fn compute_waits_for_copies(&self) -> Result<(), GpuMsmError> {
+            self.compute_waited.set(self.copies.get());
             Ok(())
         }
 
-        fn record_compute(&self) -> Result<(), GpuMsmError> {
-            Ok(())
+        fn record_compute(&self) -> Result<u64, GpuMsmError> {
+            Ok(self.computes.get())
         }
 
-        fn copies_wait_for(&self, _event: &()) -> Result<(), GpuMsmError> {
+        fn copies_wait_for(&self, event: &u64) -> Result<(), GpuMsmError> {
+            self.copies_waited.set(self.copies_waited.get().max(*event));
             Ok(())
         }
 
         fn copy(&self, src: &EmuBuf, dst: &mut EmuBuf) -> Result<(), GpuMsmError> {
             same_size(dst.bytes, src.bytes)?;
+            self.compute_on("a device copy", &[src, dst])?;
             dst.bytes_mut().copy_from_slice(src.bytes());
             Ok(())
         }
 
         fn download(&self, src: &EmuBuf, dst: &mut [u8]) -> Result<(), GpuMsmError> {
             same_size(src.bytes, dst.len())?;
+            self.compute_on("a download", &[src])?;
             dst.copy_from_slice(src.bytes());
             Ok(())
         }
@@ -690,6 +767,14 @@ mod emu {
             block: u32,
             args: &[Arg<'_, EmuBuf>],
         ) -> Result<(), GpuMsmError> {
+            let bufs: Vec<&EmuBuf> = args
+                .iter()
+                .filter_map(|arg| match arg {
+                    Arg::Buf(b) => Some(*b),
+                    _ => None,
+                })
+                .collect();
+            self.compute_on(kernel, &bufs)?;
             // One 8-byte slot per argument holding its value (a buffer's host address, or the
             // integer in its low bytes), and the array of pointers to the slots the launcher
             // takes, as cuLaunchKernel does.

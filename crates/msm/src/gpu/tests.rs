@@ -27,7 +27,7 @@ macro_rules! for_each_exec {
     (|$exec:ident, $device:ident| $body:block) => {{
         #[cfg(feature = "emu")]
         {
-            let $exec = &super::exec::EmuExec { sm_count: 4 };
+            let $exec = &super::exec::EmuExec::new(4);
             let $device = false;
             $body
         }
@@ -354,6 +354,41 @@ fn canonical(scalars: &[Scalar]) -> Vec<[u8; 32]> {
     scalars.iter().map(Scalar::to_bytes_le).collect()
 }
 
+/// The emulator's checks of the lanes' ordering calls, which the streamed MSM tests rely on to
+/// catch a missing wait: each broken rule fails the call that breaks it.
+#[cfg(feature = "emu")]
+#[test]
+fn emulator_rejects_unordered_lane_work() {
+    use super::exec::{Arg, EmuExec};
+    let exec = EmuExec::new(4);
+    let bytes = [7u8; 64];
+    // A kernel reading a buffer whose copy the compute lane did not wait for.
+    let mut slot = exec.alloc(64).unwrap();
+    exec.copies_wait_for(&exec.record_compute().unwrap())
+        .unwrap();
+    exec.upload_pinned(&mut slot, &bytes[..], 0..64).unwrap();
+    let err = exec
+        .launch("msm_digits", 1, 1, &[Arg::Buf(&slot)])
+        .unwrap_err();
+    assert!(err.to_string().contains("did not wait"), "{err}");
+    let mut out = [0u8; 64];
+    assert!(exec.download(&slot, &mut out).is_err());
+    exec.compute_waits_for_copies().unwrap();
+    exec.download(&slot, &mut out).unwrap();
+    assert_eq!(out, bytes);
+    // A copy into a buffer the compute lane used after the point the copy lane waited for.
+    let err = exec
+        .upload_pinned(&mut slot, &bytes[..], 0..64)
+        .unwrap_err();
+    assert!(err.to_string().contains("did not wait"), "{err}");
+    exec.copies_wait_for(&exec.record_compute().unwrap())
+        .unwrap();
+    exec.upload_pinned(&mut slot, &bytes[..], 0..64).unwrap();
+    // A fresh buffer is the compute lane's until the copy lane waits for its allocation.
+    let mut fresh = exec.alloc(64).unwrap();
+    assert!(exec.upload_pinned(&mut fresh, &bytes[..], 0..64).is_err());
+}
+
 /// Where an MSM's bases and scalars are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Input {
@@ -517,6 +552,27 @@ fn check_random_msms<E: Exec, C: TestCurve>(exec: &E, device: bool, seed: u64) {
         plan.accumulate_seg = 64;
         check_msm::<E, C>(exec, &plan, &bases, &scalars, "random, long segments");
     }
+}
+
+/// Streamed MSMs in five chunks, the last shorter: both device slots and both pinned host slots
+/// of the staging ring are reused, so a missing wait between the lanes fails (the emulator
+/// checks every ordering call, see `emulator_rejects_unordered_lane_work`).
+#[test]
+fn streamed_msm_reuses_its_staging_ring() {
+    for_each_exec!(|exec, device| {
+        let mut rng = rng(12);
+        let n = if device { 4000 } else { 23 };
+        let bases = G1::points(n, &mut rng);
+        let scalars = random_scalars(n, &mut rng);
+        let want = naive_msm::<G1>(&bases, &scalars).unwrap();
+        let plan = MsmPlan::with_window_bits(n, super::Group::G1, exec.sm_count(), 6, n / 5 + 1);
+        assert_eq!(plan.n_chunks, 5);
+        for input in [Input::Pinned, Input::Host, Input::Mixed] {
+            let got =
+                run_msm::<_, G1>(exec, &plan, &bases, &scalars, ScalarForm::Montgomery, input);
+            assert_eq!(got, want, "inputs {input:?}");
+        }
+    });
 }
 
 #[test]
