@@ -50,7 +50,8 @@ pub(crate) trait Exec {
         src: &Self::Pinned,
         range: std::ops::Range<usize>,
     ) -> Result<(), GpuMsmError>;
-    /// A page-locked staging buffer of `bytes` bytes on the host, for inputs in pageable memory.
+    /// A page-locked staging buffer of at least `bytes` bytes on the host, for inputs in
+    /// pageable memory.
     fn alloc_staging(&self, bytes: usize) -> Result<Self::Staging, GpuMsmError>;
     /// Copies host bytes into the start of a staging buffer, once the copies queued out of it
     /// have run (the host waits for them).
@@ -112,12 +113,11 @@ pub(crate) unsafe fn as_bytes<T>(values: &[T]) -> &[u8] {
 }
 
 #[cfg(feature = "cuda")]
-pub(crate) use gpu::{BufferCache, GpuBuf, GpuExec, GpuKernels, PinnedSource};
+pub(crate) use gpu::{GpuBuf, GpuExec, GpuKernels, PinnedSource};
 
 #[cfg(feature = "cuda")]
 mod gpu {
     use std::collections::HashMap;
-    use std::sync::Mutex;
 
     use cuzk_gpu::{
         Device, DeviceBuffer, DeviceCopy, Event, Kernel, KernelArgs, LaunchConfig, Module,
@@ -126,6 +126,7 @@ mod gpu {
     use rayon::prelude::*;
 
     use super::{Arg, Exec};
+    use crate::gpu::cache::{BufferCache, CachedBuffer, Held};
     use crate::gpu::{GpuMsmError, KERNEL_NAMES};
 
     /// The fatbin of `kernels/msm/*.cu`, compiled by this crate's build script.
@@ -191,11 +192,6 @@ mod gpu {
         }
     }
 
-    /// A buffer a [`BufferCache`] holds: device memory, or pinned host memory.
-    pub(crate) trait Held {
-        fn held_bytes(&self) -> usize;
-    }
-
     impl Held for DeviceBuffer<u8> {
         fn held_bytes(&self) -> usize {
             self.len()
@@ -205,98 +201,6 @@ mod gpu {
     impl Held for PinnedBuffer<u8> {
         fn held_bytes(&self) -> usize {
             self.len()
-        }
-    }
-
-    /// Buffers kept from one call of a [`super::super::GpuMsm`] for the next: device buffers,
-    /// or the pinned host buffers that stage pageable inputs.
-    ///
-    /// `cuMemAllocAsync` maps fresh pages whenever the driver's pool has released its memory,
-    /// which it does at every synchronisation by default, so an MSM that allocated its workspace
-    /// per call paid for mapping it each time (about 9 ms of a 137 ms G1 MSM of 2^24 points, and
-    /// 12 ms more for the batch-affine scratch); pinned host memory costs more still, since the
-    /// driver locks every page. Instead, a call takes its buffers from the ones the previous call
-    /// left, by exact size, and allocates only what it does not find; its buffers come back as
-    /// they are dropped and, when the call ends, become the ones the next call may take, while
-    /// any the call did not reuse are freed. So at most one call's buffers stay allocated, and
-    /// they are only ever reused after the call that used them has finished (calls end by
-    /// waiting for their result, and a pinned buffer waits for the copies out of it before it
-    /// is written).
-    #[derive(Debug)]
-    pub(crate) struct BufferCache<B> {
-        /// What the last finished call left: free to take.
-        free: Mutex<Vec<B>>,
-        /// What the running call has dropped so far.
-        returned: Mutex<Vec<B>>,
-    }
-
-    impl<B> Default for BufferCache<B> {
-        fn default() -> Self {
-            Self {
-                free: Mutex::new(Vec::new()),
-                returned: Mutex::new(Vec::new()),
-            }
-        }
-    }
-
-    impl<B: Held> BufferCache<B> {
-        fn take(&self, bytes: usize) -> Option<B> {
-            let mut free = self.free.lock().expect("buffer cache poisoned");
-            let i = free.iter().position(|b| b.held_bytes() == bytes)?;
-            Some(free.swap_remove(i))
-        }
-
-        fn give_back(&self, buf: B) {
-            self.returned
-                .lock()
-                .expect("buffer cache poisoned")
-                .push(buf);
-        }
-
-        /// Ends a call: its buffers become the free ones; those it did not take are freed.
-        pub(crate) fn end_call(&self) {
-            let returned =
-                std::mem::take(&mut *self.returned.lock().expect("buffer cache poisoned"));
-            *self.free.lock().expect("buffer cache poisoned") = returned;
-        }
-
-        /// Bytes held for the next call.
-        pub(crate) fn bytes(&self) -> usize {
-            self.free
-                .lock()
-                .expect("buffer cache poisoned")
-                .iter()
-                .map(Held::held_bytes)
-                .sum()
-        }
-
-        /// Frees every held buffer.
-        pub(crate) fn clear(&self) {
-            self.free.lock().expect("buffer cache poisoned").clear();
-        }
-    }
-
-    /// A buffer of the running call, returned to its [`BufferCache`] when dropped.
-    pub(crate) struct CachedBuffer<'d, B: Held> {
-        buf: Option<B>,
-        cache: &'d BufferCache<B>,
-    }
-
-    impl<B: Held> Drop for CachedBuffer<'_, B> {
-        fn drop(&mut self) {
-            if let Some(buf) = self.buf.take() {
-                self.cache.give_back(buf);
-            }
-        }
-    }
-
-    impl<B: Held> CachedBuffer<'_, B> {
-        fn get(&self) -> &B {
-            self.buf.as_ref().expect("present until dropped")
-        }
-
-        fn get_mut(&mut self) -> &mut B {
-            self.buf.as_mut().expect("present until dropped")
         }
     }
 
@@ -362,10 +266,7 @@ mod gpu {
                 Some(buf) => buf,
                 None => self.kernels.stream.alloc::<u8>(bytes)?,
             };
-            Ok(GpuBuf::Owned(CachedBuffer {
-                buf: Some(buf),
-                cache: self.cache,
-            }))
+            Ok(GpuBuf::Owned(self.cache.lend(buf)))
         }
 
         fn size(buf: &Self::Buf) -> usize {
@@ -405,14 +306,12 @@ mod gpu {
         }
 
         fn alloc_staging(&self, bytes: usize) -> Result<Self::Staging, GpuMsmError> {
-            let buf = match self.staging.take(bytes) {
+            // A larger buffer left by an earlier call does: only its prefix is filled and copied.
+            let buf = match self.staging.take_at_least(bytes) {
                 Some(buf) => buf,
                 None => self.kernels.device.alloc_pinned::<u8>(bytes)?,
             };
-            Ok(CachedBuffer {
-                buf: Some(buf),
-                cache: self.staging,
-            })
+            Ok(self.staging.lend(buf))
         }
 
         fn fill_staging(&self, dst: &mut Self::Staging, src: &[u8]) -> Result<(), GpuMsmError> {

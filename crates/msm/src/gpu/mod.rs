@@ -41,6 +41,7 @@
 
 mod affine;
 mod batch;
+mod cache;
 mod curve;
 mod exec;
 mod pippenger;
@@ -109,8 +110,9 @@ mod device {
     use cuzk_field::Scalar;
     use cuzk_gpu::{Device, DeviceBuffer, PinnedBuffer, Stream};
 
+    use super::cache::BufferCache;
     use super::curve::affine_bytes;
-    use super::exec::{as_bytes, BufferCache, GpuBuf, GpuExec, GpuKernels, PinnedSource};
+    use super::exec::{as_bytes, GpuBuf, GpuExec, GpuKernels, PinnedSource};
     use super::pippenger::{self, Source};
     use super::testops::{self, FieldOp, PointOp};
     use super::{

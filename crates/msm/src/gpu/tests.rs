@@ -35,8 +35,8 @@ macro_rules! for_each_exec {
         {
             if let Some(dev) = cuzk_gpu::device_for_tests() {
                 let kernels = super::exec::GpuKernels::load(&dev).expect("the msm module loads");
-                let cache = super::exec::BufferCache::default();
-                let staging = super::exec::BufferCache::default();
+                let cache = super::cache::BufferCache::default();
+                let staging = super::cache::BufferCache::default();
                 let $exec = &super::exec::GpuExec {
                     kernels: &kernels,
                     cache: &cache,
