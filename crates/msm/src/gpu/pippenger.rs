@@ -8,9 +8,8 @@
 //! last chunk) while the compute lane works on the previous chunk. Copies come straight from a
 //! caller's pinned memory; pageable memory is first copied by the host into a ring of two pinned
 //! staging buffers, which the host fills while the device copies and computes the chunks before.
-//! After the last chunk the buckets are
-//! reduced level by level on the device; the last few sums of each window and the combination of
-//! the windows run on the host.
+//! After the last chunk the buckets are reduced level by level on the device; the last few sums
+//! of each window and the combination of the windows run on the host.
 
 use super::affine::{self, AffineWorkspace, SortedChunk};
 use super::curve::{kernels_of, GpuCurve};
@@ -136,17 +135,17 @@ impl<E: Exec> Staging<E> {
         (start, m): (usize, usize),
     ) -> Result<(), GpuMsmError> {
         let range = start * self.element_bytes..(start + m) * self.element_bytes;
-        if let Source::Device(_) = source {
-            return Ok(());
-        }
-        let dst = self.slots[slot].as_mut().expect("staging slot allocated");
+        const SLOT: &str = "staging slot allocated";
         match source {
             Source::Device(_) => Ok(()),
-            Source::Pinned(pinned) => exec.upload_pinned(dst, pinned, range),
+            Source::Pinned(pinned) => {
+                exec.upload_pinned(self.slots[slot].as_mut().expect(SLOT), pinned, range)
+            }
             Source::Host(bytes) => {
                 let src = &bytes[range];
                 let host = self.host[chunk % 2].as_mut().expect("host slot allocated");
                 exec.fill_staging(host, src)?;
+                let dst = self.slots[slot].as_mut().expect(SLOT);
                 exec.upload_pinned(dst, E::staged(host), 0..src.len())
             }
         }
