@@ -229,12 +229,13 @@ fn bench_group<C: GpuCurve>(
         let resident_ms = time_runs(gpu, args.reps, || {
             on_device(&plan);
         });
+        // The resident MSM by another plan: checked against the default's result, then timed.
         let time_plan = |p: &MsmPlan| {
             let got = on_device(p);
             assert_eq!(
                 got, result,
-                "{name} 2^{log_n}: {:?} differs",
-                p.accumulation
+                "{name} 2^{log_n}: {:?}, window {}, {} chunks, differs",
+                p.accumulation, p.window_bits, p.n_chunks
             );
             time_runs(gpu, args.reps, || {
                 on_device(p);
@@ -264,16 +265,7 @@ fn bench_group<C: GpuCurve>(
             splan = MsmPlan::with_window_bits(n, C::GROUP, plan.sm_count, c, splan.chunk_len)
                 .with_scatter_region(plan.scatter_region);
         }
-        let chunked_ms = args.streamed.then(|| {
-            assert_eq!(
-                on_device(&splan),
-                result,
-                "{name} 2^{log_n}: chunked differs"
-            );
-            time_runs(gpu, args.reps, || {
-                on_device(&splan);
-            })
-        });
+        let chunked_ms = args.streamed.then(|| time_plan(&splan));
         let window_sweep = if args.window_sweep {
             let lo = plan.window_bits.saturating_sub(2).max(4);
             let hi = (plan.window_bits + 1).min(C::GROUP.max_window_bits());
@@ -287,17 +279,7 @@ fn bench_group<C: GpuCurve>(
                         DEFAULT_RESIDENT_CHUNK,
                     )
                     .with_scatter_region(plan.scatter_region);
-                    assert_eq!(
-                        on_device(&p),
-                        result,
-                        "{name} 2^{log_n}: window {c} differs"
-                    );
-                    (
-                        c,
-                        time_runs(gpu, args.reps, || {
-                            on_device(&p);
-                        }),
-                    )
+                    (c, time_plan(&p))
                 })
                 .collect()
         } else {
