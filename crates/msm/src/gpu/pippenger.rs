@@ -107,8 +107,7 @@ impl<E: Exec> Staging<E> {
         if source.streams() {
             let full = plan.chunk_len * element_bytes;
             let tail = plan.n_points - (plan.n_chunks - 1) * plan.chunk_len;
-            let used = if plan.n_chunks > 1 { 2 } else { 1 };
-            for k in 0..used {
+            for k in 0..plan.staging_slots() {
                 slots[k] = Some(exec.alloc(full)?);
                 if matches!(source, Source::Host(_)) {
                     host[k] = Some(exec.alloc_staging(full)?);

@@ -47,9 +47,8 @@ impl Group {
     /// ends and the merge of each chunk's partial sums into the buckets. Fitted to window sweeps
     /// on the H200 (docs/benchmarks.md, "Window choice"): with these, the planner's pick is the
     /// measured best or within 4% of it (the worst: G1 2^21, 3.5%) at every size swept, 2^20 to
-    /// 2^26.
-    /// G2's weights are larger: its partial sums and buckets are twice G1's bytes, while its
-    /// mixed addition is only 2.4 times the multiplications.
+    /// 2^26. G2's weights are larger: its partial sums and buckets are twice G1's bytes, while
+    /// its mixed addition is only 2.4 times the multiplications.
     pub const fn bucket_weights(self) -> (f64, f64) {
         match self {
             Group::G1 => (2.0, 2.0),
@@ -542,8 +541,17 @@ impl MsmPlan {
     /// each in each of two slots (one slot when there is one chunk), when both are pageable.
     /// Inputs in pinned or device memory need none.
     pub fn host_staging_bytes(&self) -> usize {
-        let slots = if self.n_chunks > 1 { 2 } else { 1 };
-        slots * self.chunk_len * (self.group.affine_bytes() + 32)
+        self.staging_slots() * self.chunk_len * (self.group.affine_bytes() + 32)
+    }
+
+    /// Full-chunk slots of each streamed input's staging ring: two that chunks take in turn, or
+    /// one when there is one chunk.
+    pub(crate) fn staging_slots(&self) -> usize {
+        if self.n_chunks > 1 {
+            2
+        } else {
+            1
+        }
     }
 
     /// Bucket additions of the MSM: `(mixed, full)`. Mixed: one per point and window (for

@@ -419,12 +419,14 @@ fn run_msm<E: Exec, C: GpuCurve>(
         ScalarForm::Canonical => unsafe { as_bytes(&canon) },
     };
     let base_bytes = affine_bytes::<C>(bases);
+    let to_device = |bytes: &[u8]| {
+        let mut buf = exec.alloc(bytes.len()).unwrap();
+        exec.upload(&mut buf, bytes).unwrap();
+        buf
+    };
     let result = match input {
         Input::Device => {
-            let mut b = exec.alloc(base_bytes.len()).unwrap();
-            exec.upload(&mut b, base_bytes).unwrap();
-            let mut s = exec.alloc(scalar_bytes.len()).unwrap();
-            exec.upload(&mut s, scalar_bytes).unwrap();
+            let (b, s) = (to_device(base_bytes), to_device(scalar_bytes));
             pippenger::msm::<E, C>(exec, plan, Source::Device(&b), Source::Device(&s), form)
         }
         Input::Pinned => {
@@ -443,8 +445,7 @@ fn run_msm<E: Exec, C: GpuCurve>(
             )
         }
         Input::Mixed => {
-            let mut b = exec.alloc(base_bytes.len()).unwrap();
-            exec.upload(&mut b, base_bytes).unwrap();
+            let b = to_device(base_bytes);
             pippenger::msm::<E, C>(
                 exec,
                 plan,
