@@ -5,9 +5,11 @@
 //! the segmented bucket sums, then merge levels until one thread holds what is left. Bases and
 //! scalars are either on the device (read in place, at the chunk's offset) or in host memory,
 //! copied on the copy lane into a ring of two device staging buffers (plus one for a shorter
-//! last chunk) while the compute lane works on the previous chunk. Copies come straight from a
-//! caller's pinned memory; pageable memory is first copied by the host into a ring of two pinned
-//! staging buffers, which the host fills while the device copies and computes the chunks before.
+//! last chunk) while the compute lane works on the previous chunk; a chunk's scalars are copied
+//! before its bases, and its counting sort waits only for them, so it overlaps the copy of the
+//! bases. Copies come straight from a caller's pinned memory; pageable memory is first copied by
+//! the host into a ring of two pinned staging buffers, which the host fills while the device
+//! copies and computes the chunks before.
 //! After the last chunk the buckets are reduced level by level on the device; the last few sums
 //! of each window and the combination of the windows run on the host.
 
@@ -205,24 +207,25 @@ pub(crate) fn msm<E: Exec, C: GpuCurve>(
             let start = chunk * plan.chunk_len;
             let m = plan.chunk_len.min(plan.n_points - start);
             let slot = slot_of(plan, chunk, m);
+            // The scalars first: the counting sort needs only them, so it runs while the
+            // bases (three or six times their bytes) are still being copied.
             if streaming {
                 if let Some(event) = slot_free[slot].take() {
                     exec.copies_wait_for(&event)?;
                 }
-                base_stage.copy_chunk(exec, &bases, chunk, slot, (start, m))?;
                 scalar_stage.copy_chunk(exec, &scalars, chunk, slot, (start, m))?;
                 exec.compute_waits_for_copies()?;
                 exec.mark("stage")?;
             }
-            process_chunk::<E, C>(
-                exec,
-                plan,
-                &mut ws,
-                base_stage.chunk_buffer(&bases, slot, start),
-                scalar_stage.chunk_buffer(&scalars, slot, start),
-                m,
-                form,
-            )?;
+            let scalar_chunk = scalar_stage.chunk_buffer(&scalars, slot, start);
+            sort_chunk(exec, plan, &mut ws, scalar_chunk, m, form)?;
+            if streaming {
+                base_stage.copy_chunk(exec, &bases, chunk, slot, (start, m))?;
+                exec.compute_waits_for_copies()?;
+                exec.mark("stage")?;
+            }
+            let base_chunk = base_stage.chunk_buffer(&bases, slot, start);
+            sum_chunk::<E, C>(exec, plan, &mut ws, base_chunk, m)?;
             if streaming {
                 slot_free[slot] = Some(exec.record_compute()?);
             }
@@ -241,12 +244,12 @@ pub(crate) fn msm<E: Exec, C: GpuCurve>(
     finish::<E, C>(exec, plan, &mut ws)
 }
 
-/// Sorts one chunk's digits by bucket and adds its points into the buckets.
-fn process_chunk<E: Exec, C: GpuCurve>(
+/// Sorts one chunk's digits by bucket (the scalars alone): `ws.sorted`, with each bucket's first
+/// entry in `ws.counts`.
+fn sort_chunk<E: Exec>(
     exec: &E,
     plan: &MsmPlan,
     ws: &mut Workspace<E::Buf>,
-    (bases, base_offset): (&E::Buf, usize),
     (scalars, scalar_offset): (&E::Buf, usize),
     m: usize,
     form: ScalarForm,
@@ -260,8 +263,18 @@ fn process_chunk<E: Exec, C: GpuCurve>(
     exec.copy(&ws.counts, &mut ws.cursor)?;
     exec.mark("scan")?;
     msm_scatter(exec, ws, m, plan)?;
-    exec.mark("scatter")?;
+    exec.mark("scatter")
+}
 
+/// Adds the sorted chunk's `m` points into the buckets.
+fn sum_chunk<E: Exec, C: GpuCurve>(
+    exec: &E,
+    plan: &MsmPlan,
+    ws: &mut Workspace<E::Buf>,
+    (bases, base_offset): (&E::Buf, usize),
+    m: usize,
+) -> Result<(), GpuMsmError> {
+    let g = plan.total_buckets();
     match &mut ws.sums {
         BucketSums::BatchAffine(affine_ws) => {
             let chunk = SortedChunk {
