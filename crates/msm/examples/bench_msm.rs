@@ -14,7 +14,8 @@
 //! scatter launch may write, 0 for no limit, instead of the device's L2; `--window-bits C`
 //! replaces the planner's window width; `--window-sweep` also times the resident MSM with the
 //! windows from two below to one above the plan's; `--streamed-chunk N` and
-//! `--streamed-window-bits C` replace the streamed plan's chunk length and window). Prints a
+//! `--streamed-window-bits C` replace the streamed plan's chunk length and window;
+//! `--accumulate-seg N` the sorted entries per thread of the resident plan's first level). Prints a
 //! Markdown table; `--out` also writes every figure as JSON, which
 //! `cargo xtask bench msm --from FILE.json` turns into docs/benchmarks.md.
 
@@ -46,6 +47,7 @@ struct Args {
     window_sweep: bool,
     streamed_chunk: Option<usize>,
     streamed_window_bits: Option<u32>,
+    accumulate_seg: Option<usize>,
     out: Option<String>,
 }
 
@@ -74,6 +76,7 @@ fn parse_args() -> Args {
         streamed_chunk: get("--streamed-chunk").map(|v| v.parse().expect("points per chunk")),
         streamed_window_bits: get("--streamed-window-bits")
             .map(|v| v.parse().expect("a window width")),
+        accumulate_seg: get("--accumulate-seg").map(|v| v.parse().expect("entries per thread")),
         out: get("--out"),
     }
 }
@@ -197,6 +200,9 @@ fn bench_group<C: GpuCurve>(
         }
         if let Some(region) = args.scatter_region {
             plan = plan.with_scatter_region(region);
+        }
+        if let Some(seg) = args.accumulate_seg {
+            plan.accumulate_seg = seg.max(1);
         }
         let dev_bases = gpu.upload_bases::<C>(bases).expect("upload bases");
         let dev_scalars = gpu.upload_scalars(scalars).expect("upload scalars");

@@ -56,6 +56,20 @@ impl Group {
         }
     }
 
+    /// The longest segment of sorted entries one thread of the first level of the bucket sums
+    /// takes with windows of `window_bits` (see [`accumulate_seg_for`]). Measured on the H200
+    /// (docs/benchmarks.md, session 7): G1 gains from segments of 256 at every size where the
+    /// device stays busy; G2 gains with windows of 17 bits (2^24: 377.5 / 373.9 / 373.7 ms with
+    /// 64 / 128 / 256) but loses with windows of 20 (2^25: 712.7 / 729.4 / 736.9 ms, 2^26:
+    /// 1410 / 1442 / 1456 ms), where its `accumulate` grows more than its merge shrinks.
+    pub(crate) const fn longest_accumulate_seg(self, window_bits: u32) -> usize {
+        match self {
+            Group::G1 => 256,
+            Group::G2 if window_bits >= 20 => 64,
+            Group::G2 => 256,
+        }
+    }
+
     /// Fp multiplications' worth of a mixed XYZZ addition (8 multiplications and 2 squarings
     /// of the group's field): 10 in G1, 24 in G2. An Fp2 multiplication counts 2.5 Fp
     /// multiplications (Karatsuba with lazy reduction, kernels/field/fp2.cuh: 720 fused
@@ -246,6 +260,33 @@ pub struct MsmPlan {
     pub scatter_region: usize,
 }
 
+/// Sorted entries per thread of the first level of the XYZZ bucket sums, for a chunk of
+/// `entries` sort entries on a device with `sm_count` multiprocessors.
+///
+/// Each thread sums its segment's complete runs into their buckets and leaves two partial sums
+/// for the merge levels, so longer segments mean fewer partial sums, at the price of fewer, longer
+/// threads: a segment of 256 takes about 5 ms on the H200, so the last wave of threads can leave
+/// the device partly idle that long. Segments of 128 and 256 are taken only while they still give
+/// about ten waves (4096 threads per multiprocessor), shorter ones while they give 1024 threads
+/// per multiprocessor; none longer than `longest` ([`Group::longest_accumulate_seg`]). Measured
+/// on the H200 (docs/benchmarks.md, session 7), `--accumulate-seg`: G1 2^24 123.6 / 120.8 /
+/// 119.6 ms with 64 / 128 / 256 (merge 5.75 / 3.42 / 2.16 ms), G1 2^26 461.6 / 454.7 / 449.5;
+/// 32 was slower (127.1 at G1 2^24).
+pub(crate) fn accumulate_seg_for(entries: usize, sm_count: u32, longest: usize) -> usize {
+    let sms = sm_count.max(1) as usize;
+    [
+        (256usize, 4096),
+        (128, 4096),
+        (64, 1024),
+        (32, 1024),
+        (16, 1024),
+    ]
+    .into_iter()
+    .filter(|&(seg, _)| seg <= longest)
+    .find(|&(seg, per_sm)| entries / seg >= per_sm * sms)
+    .map_or(8, |(seg, _)| seg)
+}
+
 impl MsmPlan {
     /// The plan for `n_points` points on a device with `sm_count` multiprocessors, with bases
     /// and scalars on the device: chunks of at most [`DEFAULT_RESIDENT_CHUNK`] points.
@@ -260,8 +301,9 @@ impl MsmPlan {
     /// mixed additions into buckets, `(a, b)` the group's [`Group::bucket_weights`] (the
     /// reduction once, the sort's counters and the merge of partial sums once per chunk), and
     /// `fill = 2048·sm_count`, below which more windows cost no time because the device has
-    /// idle threads anyway. The device's size also sets the first level's segment length, so that
-    /// it runs at least about a thousand threads per multiprocessor.
+    /// idle threads anyway. The device's size also sets the first level's segment length
+    /// (`accumulate_seg_for`), so that it runs at least about a thousand threads per
+    /// multiprocessor.
     pub fn for_chunks(n_points: usize, group: Group, sm_count: u32, max_chunk: usize) -> Self {
         let fill = 2048.0 * f64::from(sm_count.max(1));
         let chunks = n_points.div_ceil(max_chunk.max(1)).max(1) as f64;
@@ -292,11 +334,8 @@ impl MsmPlan {
         let n_chunks = n_points.div_ceil(max_chunk).max(1);
         let chunk_len = n_points.div_ceil(n_chunks);
         let entries = chunk_len * n_windows as usize;
-        let target_threads = 1024 * sm_count.max(1) as usize;
-        let accumulate_seg = [64usize, 32, 16]
-            .into_iter()
-            .find(|&seg| entries / seg >= target_threads)
-            .unwrap_or(8);
+        let accumulate_seg =
+            accumulate_seg_for(entries, sm_count, group.longest_accumulate_seg(window_bits));
         let mut plan = Self {
             group,
             sm_count,
@@ -703,6 +742,34 @@ mod tests {
         let big = MsmPlan::new(1 << 26, Group::G1, 132).with_scatter_region(60 << 20);
         assert_eq!(big.scatter_parts(), 5);
         assert_eq!(big.with_max_chunk(1 << 22).scatter_region, 60 << 20);
+    }
+
+    #[test]
+    fn segments_lengthen_with_the_entries_and_keep_the_device_busy() {
+        let sms = 132;
+        let mut last = 0;
+        for log in 10..=31 {
+            let entries = 1usize << log;
+            let seg = accumulate_seg_for(entries, sms, 256);
+            assert!(seg >= last, "2^{log}: {seg} after {last}");
+            last = seg;
+            if seg > 64 {
+                assert!(entries / seg >= 4096 * sms as usize);
+            } else if seg > 8 {
+                assert!(entries / seg >= 1024 * sms as usize);
+            }
+        }
+        assert_eq!(last, 256);
+        // The measured sizes: G1 2^24 (window 20, 13 windows) takes 256, G1 2^20 (16, 16) 64.
+        assert_eq!(accumulate_seg_for((1 << 24) * 13, sms, 256), 256);
+        assert_eq!(accumulate_seg_for((1 << 20) * 16, sms, 256), 64);
+        assert_eq!(accumulate_seg_for(100, sms, 256), 8);
+        // The plans: G2 keeps 64 with windows of 20 bits, takes 256 with 17.
+        assert_eq!(MsmPlan::new(1 << 24, Group::G1, sms).accumulate_seg, 256);
+        let g2_24 = MsmPlan::new(1 << 24, Group::G2, sms);
+        assert_eq!((g2_24.window_bits, g2_24.accumulate_seg), (17, 256));
+        let g2_26 = MsmPlan::new(1 << 26, Group::G2, sms);
+        assert_eq!((g2_26.window_bits, g2_26.accumulate_seg), (20, 64));
     }
 
     #[test]

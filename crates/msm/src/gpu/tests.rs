@@ -547,11 +547,14 @@ fn check_random_msms<E: Exec, C: TestCurve>(exec: &E, device: bool, seed: u64) {
             let plan = MsmPlan::with_window_bits(n, C::GROUP, exec.sm_count(), c, max_chunk);
             check_msm::<E, C>(exec, &plan, &bases, &scalars, "random, forced plan");
         }
-        // Long segments over short runs: more complete runs per thread than it holds back.
-        let mut plan = MsmPlan::with_window_bits(n, C::GROUP, exec.sm_count(), c, n / 2 + 1)
-            .with_accumulation(Accumulation::Xyzz);
-        plan.accumulate_seg = 64;
-        check_msm::<E, C>(exec, &plan, &bases, &scalars, "random, long segments");
+        // Long segments over short runs: more complete runs per thread than it holds back (the
+        // longest is what the planner gives large MSMs).
+        for seg in [64, 256] {
+            let mut plan = MsmPlan::with_window_bits(n, C::GROUP, exec.sm_count(), c, n / 2 + 1)
+                .with_accumulation(Accumulation::Xyzz);
+            plan.accumulate_seg = seg;
+            check_msm::<E, C>(exec, &plan, &bases, &scalars, "random, long segments");
+        }
     }
 }
 
