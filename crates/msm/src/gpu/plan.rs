@@ -193,7 +193,6 @@ pub(crate) struct MergeLevel {
     pub(crate) n_threads: usize,
 }
 
-/// One level of the bucket reduction.
 /// Device memory of the batch-affine rounds of one group of windows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct AffineScratch {
@@ -218,6 +217,7 @@ impl AffineScratch {
     }
 }
 
+/// One level of the bucket reduction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ReduceLevel {
     /// Sums per window read.
