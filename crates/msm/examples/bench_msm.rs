@@ -15,6 +15,7 @@
 //! replaces the planner's window width; `--window-sweep` also times the resident MSM with the
 //! windows from two below to one above the plan's; `--streamed-chunk N` and
 //! `--streamed-window-bits C` replace the streamed plan's chunk length and window;
+//! `--streamed-first-chunk N` the streamed plan's first chunk, at most a chunk;
 //! `--accumulate-seg N` the sorted entries per thread of the resident plan's first level). Prints a
 //! Markdown table; `--out` also writes every figure as JSON, which
 //! `cargo xtask bench msm --from FILE.json` turns into docs/benchmarks.md.
@@ -48,6 +49,7 @@ struct Args {
     streamed_chunk: Option<usize>,
     streamed_window_bits: Option<u32>,
     accumulate_seg: Option<usize>,
+    streamed_first_chunk: Option<usize>,
     out: Option<String>,
 }
 
@@ -77,6 +79,8 @@ fn parse_args() -> Args {
         streamed_window_bits: get("--streamed-window-bits")
             .map(|v| v.parse().expect("a window width")),
         accumulate_seg: get("--accumulate-seg").map(|v| v.parse().expect("entries per thread")),
+        streamed_first_chunk: get("--streamed-first-chunk")
+            .map(|v| v.parse().expect("points of the first chunk")),
         out: get("--out"),
     }
 }
@@ -269,7 +273,11 @@ fn bench_group<C: GpuCurve>(
         }
         if let Some(c) = args.streamed_window_bits {
             splan = MsmPlan::with_window_bits(n, C::GROUP, plan.sm_count, c, splan.chunk_len)
+                .with_first_chunk(splan.first_chunk_len)
                 .with_scatter_region(plan.scatter_region);
+        }
+        if let Some(first) = args.streamed_first_chunk {
+            splan = splan.with_first_chunk(first);
         }
         let chunked_ms = args.streamed.then(|| time_plan(&splan));
         let window_sweep = if args.window_sweep {

@@ -42,7 +42,8 @@ pub(crate) trait Exec {
     fn zero(&self, buf: &mut Self::Buf) -> Result<(), GpuMsmError>;
     /// Copies host bytes into a buffer of the same size, on the compute lane.
     fn upload(&self, dst: &mut Self::Buf, src: &[u8]) -> Result<(), GpuMsmError>;
-    /// Copies bytes `range` of pinned host memory into a buffer of that size on the copy lane.
+    /// Copies bytes `range` of pinned host memory into the start of a buffer at least that
+    /// large on the copy lane (a streamed plan's shorter first chunk takes a full chunk's slot).
     /// The host does not wait: the copy runs while later work is queued.
     fn upload_pinned(
         &self,
@@ -292,7 +293,7 @@ mod gpu {
         ) -> Result<(), GpuMsmError> {
             let src = src.pinned_bytes().range(range)?;
             let dst = dst.owned_mut()?;
-            if dst.len() != src.len() {
+            if dst.len() < src.len() {
                 return Err(GpuMsmError::Internal(format!(
                     "a copy of {} pinned bytes into {}",
                     src.len(),
@@ -591,7 +592,13 @@ mod emu {
             let src = src
                 .get(range.clone())
                 .ok_or_else(|| GpuMsmError::Emulator(format!("bytes {range:?} of {len}")))?;
-            same_size(dst.bytes, src.len())?;
+            if src.len() > dst.bytes {
+                return Err(GpuMsmError::Emulator(format!(
+                    "copy of {} bytes into {}",
+                    src.len(),
+                    dst.bytes
+                )));
+            }
             if dst.used_by.get() > self.copies_waited.get() {
                 return Err(GpuMsmError::Emulator(format!(
                     "a copy into a buffer of {} bytes that compute operation {} uses, which the \
@@ -603,7 +610,7 @@ mod emu {
             let n = self.copies.get() + 1;
             self.copies.set(n);
             dst.copied_by.set(n);
-            dst.bytes_mut().copy_from_slice(src);
+            dst.bytes_mut()[..src.len()].copy_from_slice(src);
             Ok(())
         }
 

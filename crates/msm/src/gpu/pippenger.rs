@@ -5,7 +5,8 @@
 //! the segmented bucket sums, then merge levels until one thread holds what is left. Bases and
 //! scalars are either on the device (read in place, at the chunk's offset) or in host memory,
 //! copied on the copy lane into a ring of two device staging buffers (plus one for a shorter
-//! last chunk) while the compute lane works on the previous chunk; a chunk's scalars are copied
+//! last chunk; a streamed plan's first chunk is shorter too, so that less of its copy waits
+//! alone) while the compute lane works on the previous chunk; a chunk's scalars are copied
 //! before its bases, and its counting sort waits only for them, so it overlaps the copy of the
 //! bases. Copies come straight from a caller's pinned memory; pageable memory is first copied by
 //! the host into a ring of two pinned staging buffers, which the host fills while the device
@@ -108,15 +109,15 @@ impl<E: Exec> Staging<E> {
         let mut host = [None, None];
         if source.streams() {
             let full = plan.chunk_len * element_bytes;
-            let tail = plan.n_points - (plan.n_chunks - 1) * plan.chunk_len;
             for k in 0..plan.staging_slots() {
                 slots[k] = Some(exec.alloc(full)?);
                 if matches!(source, Source::Host(_)) {
                     host[k] = Some(exec.alloc_staging(full)?);
                 }
             }
-            if tail != plan.chunk_len {
-                slots[2] = Some(exec.alloc(tail * element_bytes)?);
+            let last = plan.n_chunks - 1;
+            if slot_of(plan, last) == 2 {
+                slots[2] = Some(exec.alloc(plan.chunk(last).1 * element_bytes)?);
             }
         }
         Ok(Self {
@@ -166,9 +167,10 @@ impl<E: Exec> Staging<E> {
     }
 }
 
-/// The slot of chunk `chunk` of `m` points.
-fn slot_of(plan: &MsmPlan, chunk: usize, m: usize) -> usize {
-    if m != plan.chunk_len {
+/// The staging slot of chunk `chunk`: 0 and 1 in turn (a shorter first chunk fits slot 0),
+/// 2 for a last chunk shorter than the others.
+fn slot_of(plan: &MsmPlan, chunk: usize) -> usize {
+    if chunk > 0 && chunk + 1 == plan.n_chunks && plan.chunk(chunk).1 != plan.chunk_len {
         2
     } else {
         chunk % 2
@@ -204,9 +206,8 @@ pub(crate) fn msm<E: Exec, C: GpuCurve>(
 
     let mut run_chunks = || -> Result<(), GpuMsmError> {
         for chunk in 0..plan.n_chunks {
-            let start = chunk * plan.chunk_len;
-            let m = plan.chunk_len.min(plan.n_points - start);
-            let slot = slot_of(plan, chunk, m);
+            let (start, m) = plan.chunk(chunk);
+            let slot = slot_of(plan, chunk);
             // The scalars first: the counting sort needs only them, so it runs while the
             // bases (three or six times their bytes) are still being copied.
             if streaming {

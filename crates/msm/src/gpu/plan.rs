@@ -245,7 +245,11 @@ pub struct MsmPlan {
     pub n_windows: u32,
     /// Points per chunk; each chunk is sorted and summed into the buckets on its own.
     pub chunk_len: usize,
-    /// Chunks, `⌈n_points / chunk_len⌉`.
+    /// Points of the first chunk, at most `chunk_len` (equal unless
+    /// [`with_first_chunk`](Self::with_first_chunk) made it shorter); the later chunks take
+    /// `chunk_len` each, the last what is left ([`chunk`](Self::chunk)).
+    pub first_chunk_len: usize,
+    /// Chunks: `⌈n_points / chunk_len⌉`, or one more when the first is shorter.
     pub n_chunks: usize,
     /// Sorted entries per thread of the first level of the XYZZ bucket sums.
     pub accumulate_seg: usize,
@@ -343,6 +347,7 @@ impl MsmPlan {
             window_bits,
             n_windows,
             chunk_len,
+            first_chunk_len: chunk_len,
             n_chunks,
             accumulate_seg,
             accumulation: Accumulation::Xyzz,
@@ -351,6 +356,33 @@ impl MsmPlan {
         };
         plan.affine_group_windows = plan.affine_windows_within(DEFAULT_AFFINE_SCRATCH);
         plan
+    }
+
+    /// The same plan with a first chunk of `first` points (between one and `chunk_len`), the
+    /// rest in chunks of `chunk_len`; a plan of one chunk no longer than `first` is unchanged.
+    /// When the inputs stream from host memory, the first chunk's copy is the one no work
+    /// overlaps, so a short first chunk shortens that wait, for one more chunk's work per bucket;
+    /// [`GpuMsm::streamed_plan`](super::GpuMsm::streamed_plan) does not use it yet (measured on
+    /// the H200, docs/benchmarks.md, session 7: G1 2^24 pinned 148.1 → 146.1 ms with a first
+    /// chunk of 2^20, G1 2^26 505.9 → 563.2 ms with 2^22, whose 8 points per bucket make runs too
+    /// short for the first level of the bucket sums). The window stays the one chosen for the
+    /// plan's chunks.
+    pub fn with_first_chunk(mut self, first: usize) -> Self {
+        let first = first.clamp(1, self.chunk_len.max(1));
+        if self.n_points > first {
+            self.first_chunk_len = first;
+            self.n_chunks = 1 + (self.n_points - first).div_ceil(self.chunk_len);
+        }
+        self
+    }
+
+    /// Chunk `k`'s first point and number of points (`k < n_chunks`).
+    pub fn chunk(&self, k: usize) -> (usize, usize) {
+        if k == 0 {
+            return (0, self.first_chunk_len.min(self.n_points));
+        }
+        let start = self.first_chunk_len + (k - 1) * self.chunk_len;
+        (start, self.chunk_len.min(self.n_points - start))
     }
 
     /// The same plan with the scatter's launches writing at most about `region_bytes` of sorted
@@ -627,6 +659,7 @@ pub fn device_bytes_needed(n: usize, group: Group) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn windows_hold_254_bits_and_a_carry() {
@@ -786,6 +819,40 @@ mod tests {
             assert!(plan.chunk_len <= max);
             assert!(plan.chunk_len * plan.n_chunks >= n);
             assert!(plan.chunk_len * (plan.n_chunks - 1) < n.max(1));
+            assert_eq!(plan.first_chunk_len, plan.chunk_len);
+            assert_chunks_tile(&plan);
+        }
+    }
+
+    /// The chunks of `plan` are its points in order, none empty (unless there are no points)
+    /// and none longer than `chunk_len`.
+    fn assert_chunks_tile(plan: &MsmPlan) {
+        let mut next = 0;
+        for k in 0..plan.n_chunks {
+            let (start, len) = plan.chunk(k);
+            assert_eq!(start, next, "chunk {k} of {plan:?}");
+            assert!(len >= 1 || plan.n_points == 0);
+            assert!(len <= plan.chunk_len);
+            next = start + len;
+        }
+        assert_eq!(next, plan.n_points);
+    }
+
+    proptest! {
+        /// A shorter first chunk: the chunks still tile the points, the first as asked (when
+        /// there is more than one chunk), the others full but the last.
+        #[test]
+        fn a_short_first_chunk_keeps_the_chunks_tiling(
+            n in 0usize..5000, max in 1usize..700, first in 0usize..800
+        ) {
+            let plan = MsmPlan::with_window_bits(n, Group::G1, 8, 8, max).with_first_chunk(first);
+            assert_chunks_tile(&plan);
+            if plan.n_chunks > 1 {
+                prop_assert_eq!(plan.chunk(0).1, first.clamp(1, plan.chunk_len));
+                for k in 1..plan.n_chunks - 1 {
+                    prop_assert_eq!(plan.chunk(k).1, plan.chunk_len);
+                }
+            }
         }
     }
 

@@ -558,9 +558,10 @@ fn check_random_msms<E: Exec, C: TestCurve>(exec: &E, device: bool, seed: u64) {
     }
 }
 
-/// Streamed MSMs in five chunks, the last shorter: both device slots and both pinned host slots
-/// of the staging ring are reused, so a missing wait between the lanes fails (the emulator
-/// checks every ordering call, see `emulator_rejects_unordered_lane_work`).
+/// Streamed MSMs in five chunks, the last shorter, and in six with a shorter first chunk too:
+/// both device slots and both pinned host slots of the staging ring are reused, so a missing
+/// wait between the lanes fails (the emulator checks every ordering call, see
+/// `emulator_rejects_unordered_lane_work`).
 #[test]
 fn streamed_msm_reuses_its_staging_ring() {
     for_each_exec!(|exec, device| {
@@ -571,10 +572,18 @@ fn streamed_msm_reuses_its_staging_ring() {
         let want = naive_msm::<G1>(&bases, &scalars).unwrap();
         let plan = MsmPlan::with_window_bits(n, super::Group::G1, exec.sm_count(), 6, n / 5 + 1);
         assert_eq!(plan.n_chunks, 5);
-        for input in [Input::Pinned, Input::Host, Input::Mixed] {
-            let got =
-                run_msm::<_, G1>(exec, &plan, &bases, &scalars, ScalarForm::Montgomery, input);
-            assert_eq!(got, want, "inputs {input:?}");
+        let short_first = plan.clone().with_first_chunk(plan.chunk_len / 3);
+        assert_eq!(short_first.n_chunks, 6);
+        for plan in [plan, short_first] {
+            for input in [Input::Pinned, Input::Host, Input::Mixed] {
+                let got =
+                    run_msm::<_, G1>(exec, &plan, &bases, &scalars, ScalarForm::Montgomery, input);
+                assert_eq!(
+                    got, want,
+                    "inputs {input:?}, first chunk {}",
+                    plan.first_chunk_len
+                );
+            }
         }
     });
 }
