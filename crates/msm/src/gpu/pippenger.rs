@@ -5,8 +5,8 @@
 //! the segmented bucket sums, then merge levels until one thread holds what is left. Bases and
 //! scalars are either on the device (read in place, at the chunk's offset) or in host memory,
 //! copied on the copy lane into a ring of two device staging buffers (plus one for a shorter
-//! last chunk; a streamed plan's first chunk is shorter too, so that less of its copy waits
-//! alone) while the compute lane works on the previous chunk; a chunk's scalars are copied
+//! last chunk; a shorter first chunk, `MsmPlan::with_first_chunk`, takes the start of slot 0)
+//! while the compute lane works on the previous chunk; a chunk's scalars are copied
 //! before its bases, and its counting sort waits only for them, so it overlaps the copy of the
 //! bases. Copies come straight from a caller's pinned memory; pageable memory is first copied by
 //! the host into a ring of two pinned staging buffers, which the host fills while the device

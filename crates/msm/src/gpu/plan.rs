@@ -358,8 +358,9 @@ impl MsmPlan {
         plan
     }
 
-    /// The same plan with a first chunk of `first` points (between one and `chunk_len`), the
-    /// rest in chunks of `chunk_len`; a plan of one chunk no longer than `first` is unchanged.
+    /// The same plan with a first chunk of `first` points (clamped to between one and
+    /// `chunk_len`), the rest in chunks of `chunk_len`; a plan of no more than `first` points is
+    /// unchanged.
     /// When the inputs stream from host memory, the first chunk's copy is the one no work
     /// overlaps, so a short first chunk shortens that wait, for one more chunk's work per bucket;
     /// [`GpuMsm::streamed_plan`](super::GpuMsm::streamed_plan) does not use it yet (measured on
