@@ -5,7 +5,10 @@
 //! which writes `target/bench-msm.json`, and renders that into the `bench-msm` section of
 //! docs/benchmarks.md. The GPU machine has no Rust toolchain: there, run the example binary built
 //! here (`target/cuda/release/examples/bench_msm --out $OUT/bench-msm.json`, carried over), then
-//! `cargo xtask bench msm --from bench-msm.json` here writes the section from its output.
+//! `cargo xtask bench msm --from bench-msm.json` here writes the section from its output. Several
+//! `--from FILE` (runs of different sizes or groups) make one table: the rows of all, a later
+//! file's row replacing an earlier one of the same group and size, and the first file's device
+//! line and rates.
 
 use std::path::Path;
 
@@ -15,7 +18,7 @@ use xshell::{cmd, Shell};
 
 use crate::bench_cpu::write_section;
 use crate::ci::CUDA_TARGET_DIR;
-use crate::{flag, kernels, project_root};
+use crate::{kernels, project_root};
 
 /// sppark on the same H200, bases and scalars on the device (docs/targets.md): (group, log n, ms).
 const SPPARK_H200: &[(&str, u64, f64)] = &[
@@ -28,8 +31,19 @@ const SPPARK_H200: &[(&str, u64, f64)] = &[
 ];
 
 pub fn run(sh: &Shell, args: &[String]) -> anyhow::Result<()> {
-    if let Some(path) = flag(args, "--from") {
-        return write_docs(Path::new(path));
+    let from: Vec<&str> = args
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| *a == "--from")
+        .map(|(i, _)| args.get(i + 1).map(String::as_str))
+        .collect::<Option<_>>()
+        .context("--from needs a JSON file")?;
+    if !from.is_empty() {
+        let runs = from
+            .iter()
+            .map(|path| read_json(Path::new(path)))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        return write_docs(&merge_runs(runs)?);
     }
     let nvcc = kernels::ensure_nvcc(sh, true)?;
     let _nvcc = sh.push_env("NVCC", &nvcc);
@@ -41,7 +55,36 @@ pub fn run(sh: &Shell, args: &[String]) -> anyhow::Result<()> {
     )
     .run()
     .context("bench_msm (it needs a GPU; without one, run the example on the GPU machine and use --from)")?;
-    write_docs(&out)
+    write_docs(&read_json(&out)?)
+}
+
+fn read_json(path: &Path) -> anyhow::Result<Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// One run out of several: the first's device line and rates, the rows of all (sorted by group
+/// and size), a later run's row replacing an earlier one of the same group and size.
+fn merge_runs(runs: Vec<Value>) -> anyhow::Result<Value> {
+    let mut runs = runs.into_iter();
+    let mut merged = runs.next().context("no benchmark run to render")?;
+    let key = |row: &Value| {
+        (
+            row["group"].as_str().map(str::to_owned),
+            row["log_n"].as_u64(),
+        )
+    };
+    let mut rows: Vec<Value> = merged["rows"].as_array().cloned().unwrap_or_default();
+    for run in runs {
+        for row in run["rows"].as_array().cloned().unwrap_or_default() {
+            rows.retain(|r| key(r) != key(&row));
+            rows.push(row);
+        }
+    }
+    rows.sort_by_key(|r| key(r));
+    merged["rows"] = Value::Array(rows);
+    Ok(merged)
 }
 
 fn num(v: &Value, key: &str) -> anyhow::Result<f64> {
@@ -50,7 +93,6 @@ fn num(v: &Value, key: &str) -> anyhow::Result<f64> {
         .with_context(|| format!("`{key}` missing in the benchmark's JSON"))
 }
 
-/// Renders the benchmark's JSON into the `bench-msm` section.
 /// A row's stage timings (`[{"stage": .., "ms": ..}, ..]`) as "name ms" items.
 fn stage_list(stages: &Value) -> Vec<String> {
     stages
@@ -69,12 +111,10 @@ fn stage_list(stages: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn write_docs(path: &Path) -> anyhow::Result<()> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let v: Value = serde_json::from_str(&text).context("parsing the benchmark's JSON")?;
+/// Renders the benchmark's JSON into the `bench-msm` section.
+fn write_docs(v: &Value) -> anyhow::Result<()> {
     let device = v["device"].as_str().unwrap_or("unknown device");
-    let rate = num(&v, "fp_mul_per_s")?;
+    let rate = num(v, "fp_mul_per_s")?;
     let copy_rates = match (
         v["h2d_pinned_bytes_per_s"].as_f64(),
         v["h2d_pageable_bytes_per_s"].as_f64(),
@@ -88,7 +128,7 @@ fn write_docs(path: &Path) -> anyhow::Result<()> {
         _ => String::new(),
     };
     let Some(rows) = v["rows"].as_array() else {
-        bail!("no rows in {}", path.display())
+        bail!("no rows in the benchmark's JSON")
     };
     let mut table = String::new();
     let mut stages = String::new();
@@ -192,4 +232,49 @@ fn write_docs(path: &Path) -> anyhow::Result<()> {
     );
     println!("{body}");
     write_section("bench-msm", &body)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::merge_runs;
+
+    #[test]
+    fn runs_merge_by_group_and_size() {
+        let a = json!({"device": "A", "fp_mul_per_s": 1.0, "rows": [
+            {"group": "G2", "log_n": 20, "resident_ms": 1.0},
+            {"group": "G1", "log_n": 26, "resident_ms": 2.0},
+            {"group": "G1", "log_n": 20, "resident_ms": 3.0},
+        ]});
+        let b = json!({"device": "B", "fp_mul_per_s": 9.0, "rows": [
+            {"group": "G1", "log_n": 26, "resident_ms": 4.0},
+            {"group": "G1", "log_n": 22, "resident_ms": 5.0},
+        ]});
+        let m = merge_runs(vec![a, b]).unwrap();
+        assert_eq!(m["device"], "A");
+        assert_eq!(m["fp_mul_per_s"], 1.0);
+        let rows: Vec<(String, u64, f64)> = m["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["group"].as_str().unwrap().to_owned(),
+                    r["log_n"].as_u64().unwrap(),
+                    r["resident_ms"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("G1".to_owned(), 20, 3.0),
+                ("G1".to_owned(), 22, 5.0),
+                ("G1".to_owned(), 26, 4.0),
+                ("G2".to_owned(), 20, 1.0),
+            ]
+        );
+        assert!(merge_runs(Vec::new()).is_err());
+    }
 }
