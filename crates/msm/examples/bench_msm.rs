@@ -273,7 +273,6 @@ fn bench_group<C: GpuCurve>(
         }
         if let Some(c) = args.streamed_window_bits {
             splan = MsmPlan::with_window_bits(n, C::GROUP, plan.sm_count, c, splan.chunk_len)
-                .with_first_chunk(splan.first_chunk_len)
                 .with_scatter_region(plan.scatter_region);
         }
         if let Some(first) = args.streamed_first_chunk {

@@ -676,7 +676,7 @@ mod tests {
     const G2: Group = Group::G2;
 
     /// Resident MSM times (ms) on the H200 by window width, from `bench_msm --window-sweep`
-    /// (docs/benchmarks.md, "Window choice").
+    /// (docs/benchmarks.md, "Window choice"; session 6, with first-level segments of 64).
     #[rustfmt::skip]
     const H200_WINDOW_SWEEP: &[Sweep] = &[
         (G1, 20, &[(14, 13.56), (15, 12.63), (16, 11.88), (17, 12.66)]),
