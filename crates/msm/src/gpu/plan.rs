@@ -377,13 +377,17 @@ impl MsmPlan {
         self
     }
 
-    /// Chunk `k`'s first point and number of points (`k < n_chunks`).
+    /// Chunk `k`'s first point and number of points (`k < n_chunks`; a `k` past the last chunk
+    /// gets no points).
     pub fn chunk(&self, k: usize) -> (usize, usize) {
         if k == 0 {
             return (0, self.first_chunk_len.min(self.n_points));
         }
         let start = self.first_chunk_len + (k - 1) * self.chunk_len;
-        (start, self.chunk_len.min(self.n_points - start))
+        (
+            start,
+            self.chunk_len.min(self.n_points.saturating_sub(start)),
+        )
     }
 
     /// The same plan with the scatter's launches writing at most about `region_bytes` of sorted
@@ -837,6 +841,7 @@ mod tests {
             next = start + len;
         }
         assert_eq!(next, plan.n_points);
+        assert_eq!(plan.chunk(plan.n_chunks + 1).1, 0);
     }
 
     proptest! {
