@@ -212,11 +212,11 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
          from *pinned* memory directly, or from *pageable* memory through two pinned staging \
          buffers the host fills (in parallel) while the device copies and computes.{copy_rates} *Floor*: the plan's bucket additions (one mixed addition per point and \
          window, two full additions per bucket) times their Fp multiplications (G1: 10 and 14, \
-         G2: 24 and 34, an Fp2 multiplication counted as 2.5 Fp multiplications), at the Fp multiplication rate of the throughput probe `msm_bench_fp_mul` \
+         G2: 25 and 35, an Fp2 multiplication or squaring counted as 2.5 Fp multiplications), at the Fp multiplication rate of the throughput probe `msm_bench_fp_mul` \
          in the same run, **{:.1} G/s**. *Batch-affine*: the same resident MSM, same run, with \
          the batch-affine bucket sums (`Accumulation::BatchAffine`), its time over the \
          default's, its number of window *groups* (scratch within 6 GiB), the time with one \
-         group (all windows at once, where that differs), and its floor (G1: 6, G2: 14.5 \
+         group (all windows at once, where that differs), and its floor (G1: 6, G2: 15 \
          multiplications per addition).\n\n\
          | group | n | window (bits) | resident (ms) | streamed, pinned (ms) | streamed, pageable (ms) | floor (ms) | resident / floor | batch-affine (ms, ÷ resident) | groups | one group (ms) | batch-affine floor (ms) | sppark, same H200 (ms, our speed-up) | checked | device memory (MiB) |\n\
          |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n{table}\n{sweep_text}\
