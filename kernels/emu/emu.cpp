@@ -60,6 +60,8 @@ static const EmuKernel emu_kernels[] = {
     EMU_KERNEL(msm_test_fp, false),
     EMU_KERNEL(msm_test_fp2, false),
     EMU_KERNEL(msm_bench_fp_mul, false),
+    EMU_KERNEL(msm_bench_madd_g1, false),
+    EMU_KERNEL(msm_bench_madd_g2, false),
 };
 
 // Launches run one at a time (the launch shape and the barrier are process-wide, as a device's

@@ -90,3 +90,34 @@ extern "C" __global__ void msm_bench_fp_mul(fp_t* data, uint32_t iters) {
     }
     data[2 * i] = fp_add(fp_add(c0, c1), fp_add(c2, c3));
 }
+
+// Mixed-addition throughput, as msm_accumulate's inner loop runs it (one XYZZ accumulator per
+// thread, the same launch bounds): thread i adds `iters` of the mask + 1 bases (a power of two),
+// bases[(i + j·MSM_BENCH_STRIDE) & mask] negated when j is odd, and writes its accumulator to
+// out[i]. Additions per launch: iters · threads. It isolates the point formula's speed from the
+// sort and the bucket traffic (docs/benchmarks.md, session 8: G2's formula code and the
+// instruction cache).
+#define MSM_BENCH_STRIDE 40503u
+
+template <class F>
+__device__ __forceinline__ void msm_bench_madd(xyzz_t<F>* out, const affine_t<F>* bases, uint32_t mask,
+                                               uint32_t iters) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    xyzz_t<F> acc = xyzz_t<F>::inf();
+    for (uint32_t j = 0; j < iters; j++) {
+        affine_t<F> p = bases[(i + j * MSM_BENCH_STRIDE) & mask];
+        p.y = f_cneg(p.y, (j & 1) != 0);
+        xyzz_add_affine(acc, p);
+    }
+    out[i] = acc;
+}
+
+extern "C" __global__ void __launch_bounds__(128, 3)
+    msm_bench_madd_g1(g1_xyzz_t* out, const g1_affine_t* bases, uint32_t mask, uint32_t iters) {
+    msm_bench_madd(out, bases, mask, iters);
+}
+
+extern "C" __global__ void __launch_bounds__(128, 3)
+    msm_bench_madd_g2(g2_xyzz_t* out, const g2_affine_t* bases, uint32_t mask, uint32_t iters) {
+    msm_bench_madd(out, bases, mask, iters);
+}

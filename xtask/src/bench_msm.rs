@@ -65,7 +65,10 @@ fn read_json(path: &Path) -> anyhow::Result<Value> {
 }
 
 /// One run out of several: the first's device line and rates, the rows of all (sorted by group
-/// and size), a later run's row replacing an earlier one of the same group and size.
+/// and size), a later run's row replacing an earlier one of the same group and size. Each row
+/// keeps the Fp multiplication rate of its run (`fp_mul_per_s`, which its floors used), and a
+/// later run's mixed-addition rate of a group replaces an earlier one, with its run's Fp rate
+/// (`madd_fp_mul_per_s`).
 fn merge_runs(runs: Vec<Value>) -> anyhow::Result<Value> {
     let mut runs = runs.into_iter();
     let mut merged = runs.next().context("no benchmark run to render")?;
@@ -75,12 +78,33 @@ fn merge_runs(runs: Vec<Value>) -> anyhow::Result<Value> {
             row["log_n"].as_u64(),
         )
     };
+    let tag = |run: &Value, row: &mut Value| {
+        if row.get("fp_mul_per_s").is_none() {
+            row["fp_mul_per_s"] = run["fp_mul_per_s"].clone();
+        }
+    };
+    let tag_madd = |run: &Value, merged: &mut Value| {
+        if let Some(rates) = run["madd_per_s"].as_object() {
+            for (group, rate) in rates {
+                merged["madd_per_s"][group] = rate.clone();
+                merged["madd_muls"][group] = run["madd_muls"][group].clone();
+                merged["madd_fp_mul_per_s"][group] = run["fp_mul_per_s"].clone();
+            }
+        }
+    };
+    let first = merged.clone();
     let mut rows: Vec<Value> = merged["rows"].as_array().cloned().unwrap_or_default();
+    rows.iter_mut().for_each(|row| tag(&first, row));
+    if merged.get("madd_per_s").is_some() {
+        tag_madd(&first, &mut merged);
+    }
     for run in runs {
-        for row in run["rows"].as_array().cloned().unwrap_or_default() {
+        for mut row in run["rows"].as_array().cloned().unwrap_or_default() {
+            tag(&run, &mut row);
             rows.retain(|r| key(r) != key(&row));
             rows.push(row);
         }
+        tag_madd(&run, &mut merged);
     }
     rows.sort_by_key(|r| key(r));
     merged["rows"] = Value::Array(rows);
@@ -129,6 +153,45 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
     };
     let Some(rows) = v["rows"].as_array() else {
         bail!("no rows in the benchmark's JSON")
+    };
+    // Rows merged from other runs carry their run's rate: name each group whose rows differ.
+    let mut other_rates = String::new();
+    for group in ["G1", "G2"] {
+        let rates: Vec<f64> = rows
+            .iter()
+            .filter(|r| r["group"] == group)
+            .filter_map(|r| r["fp_mul_per_s"].as_f64())
+            .collect();
+        if let Some(&r) = rates.first() {
+            if (r - rate).abs() > 1e6 && rates.iter().all(|&x| x == r) {
+                other_rates.push_str(&format!(" ({group} rows: {:.1} G/s, their run's)", r / 1e9));
+            }
+        }
+    }
+    let madd_text = {
+        let items: Vec<String> = ["G1", "G2"]
+            .iter()
+            .filter_map(|g| {
+                let madd = v["madd_per_s"][g].as_f64()?;
+                let fp = v["madd_fp_mul_per_s"][g].as_f64().unwrap_or(rate);
+                let muls = v["madd_muls"][g].as_f64()?;
+                Some(format!(
+                    "{g} **{:.3} G/s** ({:.0}% of the Fp rate in Fp multiplications)",
+                    madd / 1e9,
+                    100.0 * madd * muls / fp
+                ))
+            })
+            .collect();
+        if items.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " *Mixed-addition probe*: the point formula alone as `accumulate` runs it \
+                 (`msm_bench_madd_<g>`: one accumulator per thread, same launch bounds, 2^16 \
+                 bases in the L2 cache): {}.",
+                items.join(", ")
+            )
+        }
     };
     let mut table = String::new();
     let mut stages = String::new();
@@ -213,7 +276,7 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
          buffers the host fills (in parallel) while the device copies and computes.{copy_rates} *Floor*: the plan's bucket additions (one mixed addition per point and \
          window, two full additions per bucket) times their Fp multiplications (G1: 10 and 14, \
          G2: 25 and 35, an Fp2 multiplication or squaring counted as 2.5 Fp multiplications), at the Fp multiplication rate of the throughput probe `msm_bench_fp_mul` \
-         in the same run, **{:.1} G/s**. *Batch-affine*: the same resident MSM, same run, with \
+         in the same run, **{:.1} G/s**{other_rates}.{madd_text} *Batch-affine*: the same resident MSM, same run, with \
          the batch-affine bucket sums (`Accumulation::BatchAffine`), its time over the \
          default's, its number of window *groups* (scratch within 6 GiB), the time with one \
          group (all windows at once, where that differs), and its floor (G1: 6, G2: 15 \
@@ -242,18 +305,31 @@ mod tests {
 
     #[test]
     fn runs_merge_by_group_and_size() {
-        let a = json!({"device": "A", "fp_mul_per_s": 1.0, "rows": [
+        let a = json!({"device": "A", "fp_mul_per_s": 1.0,
+            "madd_per_s": {"G1": 2.0}, "madd_muls": {"G1": 10.0}, "rows": [
             {"group": "G2", "log_n": 20, "resident_ms": 1.0},
             {"group": "G1", "log_n": 26, "resident_ms": 2.0},
             {"group": "G1", "log_n": 20, "resident_ms": 3.0},
         ]});
-        let b = json!({"device": "B", "fp_mul_per_s": 9.0, "rows": [
+        let b = json!({"device": "B", "fp_mul_per_s": 9.0,
+            "madd_per_s": {"G2": 3.0}, "madd_muls": {"G2": 25.0}, "rows": [
             {"group": "G1", "log_n": 26, "resident_ms": 4.0},
             {"group": "G1", "log_n": 22, "resident_ms": 5.0},
         ]});
         let m = merge_runs(vec![a, b]).unwrap();
         assert_eq!(m["device"], "A");
         assert_eq!(m["fp_mul_per_s"], 1.0);
+        // Each row keeps its run's Fp rate; each group's addition rate comes with its run's.
+        assert_eq!(m["madd_per_s"], json!({"G1": 2.0, "G2": 3.0}));
+        assert_eq!(m["madd_muls"], json!({"G1": 10.0, "G2": 25.0}));
+        assert_eq!(m["madd_fp_mul_per_s"], json!({"G1": 1.0, "G2": 9.0}));
+        let rates: Vec<f64> = m["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["fp_mul_per_s"].as_f64().unwrap())
+            .collect();
+        assert_eq!(rates, [1.0, 9.0, 9.0, 1.0]);
         let rows: Vec<(String, u64, f64)> = m["rows"]
             .as_array()
             .unwrap()

@@ -25,7 +25,8 @@ use std::time::Instant;
 use cuzk_field::{G1Projective, G2Projective, Scalar};
 use cuzk_gpu::Device;
 use cuzk_msm::gpu::{
-    Accumulation, Bases, GpuCurve, GpuMsm, MsmPlan, ScalarForm, Scalars, DEFAULT_RESIDENT_CHUNK,
+    Accumulation, Bases, GpuCurve, GpuMsm, Group, MsmPlan, ScalarForm, Scalars,
+    DEFAULT_RESIDENT_CHUNK,
 };
 use cuzk_msm::{MsmCurve, G1, G2};
 use ff::Field;
@@ -182,9 +183,9 @@ fn bench_group<C: GpuCurve>(
     generator: C::Projective,
     fp_mul_rate: f64,
     rows: &mut Vec<Row>,
-) {
+) -> Option<f64> {
     if max < args.min {
-        return;
+        return None;
     }
     let t = Instant::now();
     let all_bases = points::<C>(1 << max, generator, 1);
@@ -192,6 +193,17 @@ fn bench_group<C: GpuCurve>(
     eprintln!(
         "{name}: made 2^{max} points and scalars in {:.1} s",
         t.elapsed().as_secs_f64()
+    );
+    // The point formula alone: mixed additions as `accumulate` runs them, on 2^16 bases.
+    let madd_rate = gpu
+        .mixed_add_rate::<C>(&all_bases[..1 << max.min(16)], 3, 256, 5)
+        .expect("the addition probe runs");
+    let per_add = C::GROUP.mixed_add_muls();
+    eprintln!(
+        "{name} mixed additions: {:.3} G/s, {:.1} G Fp multiplications/s ({:.0}% of the Fp probe)",
+        madd_rate / 1e9,
+        madd_rate * per_add / 1e9,
+        100.0 * madd_rate * per_add / fp_mul_rate
     );
     for log_n in args.min..=max {
         let n = 1usize << log_n;
@@ -371,6 +383,7 @@ fn bench_group<C: GpuCurve>(
         );
         rows.push(row);
     }
+    Some(madd_rate)
 }
 
 fn sweep_text(sweep: &[(u32, f64)]) -> String {
@@ -430,7 +443,7 @@ fn main() {
         pageable_rate / 1e9
     );
     let mut rows = Vec::new();
-    bench_group::<G1>(
+    let g1_madd = bench_group::<G1>(
         &gpu,
         &args,
         args.g1_max.min(args.max),
@@ -439,7 +452,7 @@ fn main() {
         fp_mul_rate,
         &mut rows,
     );
-    bench_group::<G2>(
+    let g2_madd = bench_group::<G2>(
         &gpu,
         &args,
         args.g2_max.min(args.max),
@@ -450,9 +463,11 @@ fn main() {
     );
 
     println!(
-        "\nDevice: {}; Fp multiplication probe: {:.1} G/s; host to device {:.1} GB/s pinned, {:.1} GB/s pageable\n",
+        "\nDevice: {}; Fp multiplication probe: {:.1} G/s; mixed-addition probe: G1 {}, G2 {} G/s; host to device {:.1} GB/s pinned, {:.1} GB/s pageable\n",
         device.info(),
         fp_mul_rate / 1e9,
+        g1_madd.map_or("-".into(), |r| format!("{:.3}", r / 1e9)),
+        g2_madd.map_or("-".into(), |r| format!("{:.3}", r / 1e9)),
         pinned_rate / 1e9,
         pageable_rate / 1e9
     );
@@ -481,7 +496,22 @@ fn main() {
         let mut json = String::from("{\n");
         json.push_str(&format!("  \"device\": {:?},\n", device.info().to_string()));
         json.push_str(&format!(
-            "  \"fp_mul_per_s\": {fp_mul_rate:.6e},\n  \"h2d_pinned_bytes_per_s\": {pinned_rate:.6e},\n  \"h2d_pageable_bytes_per_s\": {pageable_rate:.6e},\n  \"rows\": [\n"
+            "  \"fp_mul_per_s\": {fp_mul_rate:.6e},\n  \"h2d_pinned_bytes_per_s\": {pinned_rate:.6e},\n  \"h2d_pageable_bytes_per_s\": {pageable_rate:.6e},\n"
+        ));
+        // The mixed-addition probe's rate per group, and the Fp multiplications per addition
+        // that its share of the Fp rate counts.
+        let measured = [(Group::G1, g1_madd), (Group::G2, g2_madd)];
+        let field = |f: &dyn Fn(Group, f64) -> String| {
+            measured
+                .iter()
+                .filter_map(|(g, r)| r.map(|r| format!("\"{g:?}\": {}", f(*g, r))))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        json.push_str(&format!(
+            "  \"madd_per_s\": {{{}}},\n  \"madd_muls\": {{{}}},\n  \"rows\": [\n",
+            field(&|_, r| format!("{r:.6e}")),
+            field(&|g, _| format!("{:.1}", g.mixed_add_muls()))
         ));
         for (i, r) in rows.iter().enumerate() {
             let stages_json = |stages: &[(&'static str, f64)]| {

@@ -60,6 +60,7 @@ pub(crate) struct GroupKernels {
     pub(crate) inv_down: &'static str,
     pub(crate) inv_top: &'static str,
     pub(crate) affine_buckets: &'static str,
+    pub(crate) bench_madd: &'static str,
 }
 
 const G1_KERNELS: GroupKernels = GroupKernels {
@@ -77,6 +78,7 @@ const G1_KERNELS: GroupKernels = GroupKernels {
     inv_down: "msm_inv_down_g1",
     inv_top: "msm_inv_top_g1",
     affine_buckets: "msm_affine_buckets_g1",
+    bench_madd: "msm_bench_madd_g1",
 };
 
 const G2_KERNELS: GroupKernels = GroupKernels {
@@ -94,6 +96,7 @@ const G2_KERNELS: GroupKernels = GroupKernels {
     inv_down: "msm_inv_down_g2",
     inv_top: "msm_inv_top_g2",
     affine_buckets: "msm_affine_buckets_g2",
+    bench_madd: "msm_bench_madd_g2",
 };
 
 /// The kernels of `C`'s group.
@@ -144,6 +147,8 @@ pub(crate) const KERNEL_NAMES: &[&str] = &[
     "msm_test_fp",
     "msm_test_fp2",
     "msm_bench_fp_mul",
+    "msm_bench_madd_g1",
+    "msm_bench_madd_g2",
 ];
 
 /// Affine points as the bytes the kernels read.

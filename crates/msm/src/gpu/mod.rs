@@ -114,6 +114,7 @@ mod device {
     use super::curve::affine_bytes;
     use super::exec::{as_bytes, GpuBuf, GpuExec, GpuKernels, PinnedSource};
     use super::pippenger::{self, Source};
+    use super::plan::POINT_BLOCK;
     use super::testops::{self, FieldOp, PointOp};
     use super::{
         streamed_chunk_len, GpuCurve, GpuMsmError, Group, MsmPlan, ScalarForm, StageTimes,
@@ -513,6 +514,51 @@ mod device {
             }
             times.sort_by(f64::total_cmp);
             Ok(muls as f64 / (times[times.len() / 2] * 1e-3))
+        }
+
+        /// Measures the group's mixed XYZZ additions per second as the bucket sums'
+        /// `accumulate` kernel runs them (one accumulator per thread, its launch bounds), apart
+        /// from the sort and the bucket traffic: `blocks_per_sm` blocks of 128 threads per
+        /// multiprocessor, each thread adding `iters` of `bases` (a power of two of them, which
+        /// stay in the L2 cache at 2^16), the median of `reps` timed launches after one warm-up.
+        pub fn mixed_add_rate<C: GpuCurve>(
+            &self,
+            bases: &[C::Affine],
+            blocks_per_sm: u32,
+            iters: u32,
+            reps: usize,
+        ) -> Result<f64, GpuMsmError> {
+            use super::exec::Exec;
+            if bases.is_empty() {
+                return Err(GpuMsmError::Internal(
+                    "the addition probe needs at least one base".into(),
+                ));
+            }
+            let call = self.begin_call();
+            let exec = call.exec(None);
+            let block = POINT_BLOCK;
+            let threads = (block * blocks_per_sm.max(1) * exec.sm_count()) as usize;
+            // The largest power of two of them: the probe indexes with a mask.
+            let n_bases = 1usize << bases.len().ilog2();
+            let bytes = affine_bytes::<C>(&bases[..n_bases]);
+            let mut dev_bases = exec.alloc(bytes.len())?;
+            exec.upload(&mut dev_bases, bytes)?;
+            let out = exec.alloc(threads * C::GROUP.xyzz_bytes())?;
+            testops::msm_bench_madd::<_, C>(
+                &exec, &out, &dev_bases, n_bases, threads, block, iters,
+            )?;
+            let mut times = Vec::with_capacity(reps);
+            let mut adds = 0;
+            for _ in 0..reps.max(1) {
+                let start = self.kernels.stream.record_event()?;
+                adds = testops::msm_bench_madd::<_, C>(
+                    &exec, &out, &dev_bases, n_bases, threads, block, iters,
+                )?;
+                let end = self.kernels.stream.record_event()?;
+                times.push(f64::from(start.elapsed_ms(&end)?));
+            }
+            times.sort_by(f64::total_cmp);
+            Ok(adds as f64 / (times[times.len() / 2] * 1e-3))
         }
     }
 }

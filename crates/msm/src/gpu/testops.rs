@@ -163,3 +163,41 @@ pub(crate) fn msm_bench_fp_mul<E: Exec>(
     )?;
     Ok(4 * u64::from(iters) * threads as u64)
 }
+
+/// Launches msm_bench_madd_<g>: `threads` (a multiple of `block`) accumulators written to
+/// `out`, each the sum of `iters` of the `n_bases` points in `bases` (a power of two of them;
+/// see the kernel for which); returns the mixed additions it performs.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn msm_bench_madd<E: Exec, C: GpuCurve>(
+    exec: &E,
+    out: &E::Buf,
+    bases: &E::Buf,
+    n_bases: usize,
+    threads: usize,
+    block: u32,
+    iters: u32,
+) -> Result<u64, GpuMsmError> {
+    let group = C::GROUP;
+    if threads == 0
+        || threads % block as usize != 0
+        || E::size(out) < threads * group.xyzz_bytes()
+        || !n_bases.is_power_of_two()
+        || E::size(bases) < n_bases * group.affine_bytes()
+    {
+        return Err(GpuMsmError::Internal(format!(
+            "{threads} threads and {n_bases} bases do not fit the probe"
+        )));
+    }
+    exec.launch(
+        kernels_of::<C>().bench_madd,
+        blocks(threads, block)?,
+        block,
+        &[
+            Arg::Buf(out),
+            Arg::Buf(bases),
+            Arg::U32(u32_arg(n_bases - 1, "bases")?),
+            Arg::U32(iters),
+        ],
+    )?;
+    Ok(u64::from(iters) * threads as u64)
+}

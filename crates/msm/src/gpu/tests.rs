@@ -345,6 +345,55 @@ fn g2_point_operations_match_blstrs() {
     });
 }
 
+/// The mixed-addition probe (`msm_bench_madd_<g>`) sums the walk its kernel describes: thread
+/// i adds bases[(i + j·40503) mod n], negated for odd j, for j < iters. One base makes every
+/// other sum P + (−P), so infinity and the negation case run too.
+fn check_addition_probe<E: Exec, C: TestCurve>(exec: &E, n_bases: usize, iters: u32, seed: u64) {
+    const STRIDE: usize = 40503;
+    let mut rng = rng(seed);
+    let pts = C::points(n_bases, &mut rng);
+    let threads = 128;
+    let mut bases = exec.alloc(n_bases * C::GROUP.affine_bytes()).unwrap();
+    exec.upload(&mut bases, affine_bytes::<C>(&pts)).unwrap();
+    let out = exec.alloc(threads * C::GROUP.xyzz_bytes()).unwrap();
+    let adds =
+        super::testops::msm_bench_madd::<E, C>(exec, &out, &bases, n_bases, threads, 128, iters)
+            .expect("probe runs");
+    assert_eq!(adds, u64::from(iters) * threads as u64);
+    let mut got = vec![0u8; threads * C::GROUP.xyzz_bytes()];
+    exec.download(&out, &mut got).unwrap();
+    for (i, chunk) in got.chunks_exact(C::GROUP.xyzz_bytes()).enumerate() {
+        let mut want = C::identity();
+        for j in 0..iters as usize {
+            let p = &pts[(i + j * STRIDE) % n_bases];
+            if j % 2 == 0 {
+                C::add_assign_mixed(&mut want, p);
+            } else {
+                C::sub_assign_mixed(&mut want, p);
+            }
+        }
+        let got = C::projective_from_xyzz(chunk).expect("canonical coordinates");
+        assert_eq!(got, want, "{} probe, {n_bases} bases, thread {i}", C::NAME);
+    }
+    // A count of bases that is not a power of two, or threads that are not whole blocks, is
+    // refused before launching.
+    assert!(
+        super::testops::msm_bench_madd::<E, C>(exec, &out, &bases, 3, threads, 128, 1).is_err()
+    );
+    assert!(super::testops::msm_bench_madd::<E, C>(exec, &out, &bases, 2, 100, 128, 1).is_err());
+}
+
+#[test]
+fn addition_probe_sums_its_walk() {
+    for_each_exec!(|exec, device| {
+        let iters = if device { 64 } else { 6 };
+        for n_bases in [1, 16] {
+            check_addition_probe::<_, G1>(exec, n_bases, iters, 11);
+            check_addition_probe::<_, G2>(exec, n_bases, iters, 12);
+        }
+    });
+}
+
 // ---------------------------------------------------------------------------------------------
 // MSM.
 // ---------------------------------------------------------------------------------------------
