@@ -154,20 +154,28 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
     let Some(rows) = v["rows"].as_array() else {
         bail!("no rows in the benchmark's JSON")
     };
-    // Rows merged from other runs carry their run's rate: name each group whose rows differ.
-    let mut other_rates = String::new();
+    // Rows merged from other runs carry their run's rate, which their floors used: name the
+    // groups whose rows' rates read differently at one decimal.
+    let shown = |r: f64| format!("{:.1}", r / 1e9);
+    let mut other_rates = Vec::new();
     for group in ["G1", "G2"] {
-        let rates: Vec<f64> = rows
+        let mut rates: Vec<String> = rows
             .iter()
             .filter(|r| r["group"] == group)
             .filter_map(|r| r["fp_mul_per_s"].as_f64())
+            .map(shown)
+            .filter(|r| *r != shown(rate))
             .collect();
-        if let Some(&r) = rates.first() {
-            if (r - rate).abs() > 1e6 && rates.iter().all(|&x| x == r) {
-                other_rates.push_str(&format!(" ({group} rows: {:.1} G/s, their run's)", r / 1e9));
-            }
+        rates.dedup();
+        if !rates.is_empty() {
+            other_rates.push(format!("{group} rows {} G/s", rates.join(" and ")));
         }
     }
+    let other_rates = if other_rates.is_empty() {
+        String::new()
+    } else {
+        format!(" ({}: their runs')", other_rates.join(", "))
+    };
     let madd_text = {
         let items: Vec<String> = ["G1", "G2"]
             .iter()

@@ -194,9 +194,11 @@ fn bench_group<C: GpuCurve>(
         "{name}: made 2^{max} points and scalars in {:.1} s",
         t.elapsed().as_secs_f64()
     );
-    // The point formula alone: mixed additions as `accumulate` runs them, on 2^16 bases.
+    // The point formula alone: mixed additions as `accumulate` runs them, on 2^16 bases, in
+    // four waves of the three blocks per multiprocessor its launch bounds allow (one wave
+    // measured 6 to 9% lower: the last blocks run alone).
     let madd_rate = gpu
-        .mixed_add_rate::<C>(&all_bases[..1 << max.min(16)], 3, 256, 5)
+        .mixed_add_rate::<C>(&all_bases[..1 << max.min(16)], 12, 256, 5)
         .expect("the addition probe runs");
     let per_add = C::GROUP.mixed_add_muls();
     eprintln!(
