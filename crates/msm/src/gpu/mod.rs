@@ -503,17 +503,29 @@ mod device {
                 .map(|i| if i % 48 == 47 { 0 } else { 1 })
                 .collect();
             exec.upload(&mut data, &bytes)?;
-            testops::msm_bench_fp_mul(&exec, &data, threads, block, iters)?;
+            self.probe_rate(reps, || {
+                testops::msm_bench_fp_mul(&exec, &data, threads, block, iters)
+            })
+        }
+
+        /// Operations per second of a probe launch that returns its operation count: one
+        /// warm-up launch, then the median of `reps` launches timed with events on the stream.
+        fn probe_rate(
+            &self,
+            reps: usize,
+            mut launch: impl FnMut() -> Result<u64, GpuMsmError>,
+        ) -> Result<f64, GpuMsmError> {
+            launch()?;
             let mut times = Vec::with_capacity(reps);
-            let mut muls = 0;
+            let mut ops = 0;
             for _ in 0..reps.max(1) {
                 let start = self.kernels.stream.record_event()?;
-                muls = testops::msm_bench_fp_mul(&exec, &data, threads, block, iters)?;
+                ops = launch()?;
                 let end = self.kernels.stream.record_event()?;
                 times.push(f64::from(start.elapsed_ms(&end)?));
             }
             times.sort_by(f64::total_cmp);
-            Ok(muls as f64 / (times[times.len() / 2] * 1e-3))
+            Ok(ops as f64 / (times[times.len() / 2] * 1e-3))
         }
 
         /// Measures the group's mixed XYZZ additions per second as the bucket sums'
@@ -544,21 +556,11 @@ mod device {
             let mut dev_bases = exec.alloc(bytes.len())?;
             exec.upload(&mut dev_bases, bytes)?;
             let out = exec.alloc(threads * C::GROUP.xyzz_bytes())?;
-            testops::msm_bench_madd::<_, C>(
-                &exec, &out, &dev_bases, n_bases, threads, block, iters,
-            )?;
-            let mut times = Vec::with_capacity(reps);
-            let mut adds = 0;
-            for _ in 0..reps.max(1) {
-                let start = self.kernels.stream.record_event()?;
-                adds = testops::msm_bench_madd::<_, C>(
+            self.probe_rate(reps, || {
+                testops::msm_bench_madd::<_, C>(
                     &exec, &out, &dev_bases, n_bases, threads, block, iters,
-                )?;
-                let end = self.kernels.stream.record_event()?;
-                times.push(f64::from(start.elapsed_ms(&end)?));
-            }
-            times.sort_by(f64::total_cmp);
-            Ok(adds as f64 / (times[times.len() / 2] * 1e-3))
+                )
+            })
         }
     }
 }
