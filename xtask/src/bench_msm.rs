@@ -70,8 +70,7 @@ fn read_json(path: &Path) -> anyhow::Result<Value> {
 /// later run's mixed-addition rate of a group replaces an earlier one, with its run's Fp rate
 /// (`madd_fp_mul_per_s`).
 fn merge_runs(runs: Vec<Value>) -> anyhow::Result<Value> {
-    let mut runs = runs.into_iter();
-    let mut merged = runs.next().context("no benchmark run to render")?;
+    let mut merged = runs.first().context("no benchmark run to render")?.clone();
     let key = |row: &Value| {
         (
             row["group"].as_str().map(str::to_owned),
@@ -92,19 +91,14 @@ fn merge_runs(runs: Vec<Value>) -> anyhow::Result<Value> {
             }
         }
     };
-    let first = merged.clone();
-    let mut rows: Vec<Value> = merged["rows"].as_array().cloned().unwrap_or_default();
-    rows.iter_mut().for_each(|row| tag(&first, row));
-    if merged.get("madd_per_s").is_some() {
-        tag_madd(&first, &mut merged);
-    }
-    for run in runs {
+    let mut rows: Vec<Value> = Vec::new();
+    for run in &runs {
         for mut row in run["rows"].as_array().cloned().unwrap_or_default() {
-            tag(&run, &mut row);
+            tag(run, &mut row);
             rows.retain(|r| key(r) != key(&row));
             rows.push(row);
         }
-        tag_madd(&run, &mut merged);
+        tag_madd(run, &mut merged);
     }
     rows.sort_by_key(|r| key(r));
     merged["rows"] = Value::Array(rows);
@@ -166,6 +160,7 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
             .map(shown)
             .filter(|r| *r != shown(rate))
             .collect();
+        rates.sort();
         rates.dedup();
         if !rates.is_empty() {
             other_rates.push(format!("{group} rows {} G/s", rates.join(" and ")));

@@ -502,18 +502,22 @@ fn main() {
         ));
         // The mixed-addition probe's rate per group, and the Fp multiplications per addition
         // that its share of the Fp rate counts.
-        let measured = [(Group::G1, g1_madd), (Group::G2, g2_madd)];
-        let field = |f: &dyn Fn(Group, f64) -> String| {
-            measured
-                .iter()
-                .filter_map(|(g, r)| r.map(|r| format!("\"{g:?}\": {}", f(*g, r))))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let measured: Vec<(Group, f64)> = [(Group::G1, g1_madd), (Group::G2, g2_madd)]
+            .into_iter()
+            .filter_map(|(g, r)| Some((g, r?)))
+            .collect();
+        let rates: Vec<String> = measured
+            .iter()
+            .map(|(g, r)| format!("\"{g:?}\": {r:.6e}"))
+            .collect();
+        let muls: Vec<String> = measured
+            .iter()
+            .map(|(g, _)| format!("\"{g:?}\": {:.1}", g.mixed_add_muls()))
+            .collect();
         json.push_str(&format!(
             "  \"madd_per_s\": {{{}}},\n  \"madd_muls\": {{{}}},\n  \"rows\": [\n",
-            field(&|_, r| format!("{r:.6e}")),
-            field(&|g, _| format!("{:.1}", g.mixed_add_muls()))
+            rates.join(", "),
+            muls.join(", ")
         ));
         for (i, r) in rows.iter().enumerate() {
             let stages_json = |stages: &[(&'static str, f64)]| {
