@@ -28,8 +28,8 @@
 //    and no thread idles on the second value of a pair.
 // 1. msm_affine_pairs: each slot's denominator d (x_b − x_a, or 2·y_a to double, or none when
 //    the pair needs no inversion: a lone value, infinity, P + (−P)), the product of the
-//    thread's earlier denominators (prefix[slot]) and of all of them (totals[t]). Reads both
-//    points.
+//    thread's earlier denominators (prefix[slot]) and of all of them (totals[t]). Reads the
+//    x coordinates, the whole points only where they cannot decide (equal or zero x).
 // 2. msm_inv_up / msm_inv_top / msm_inv_down: the inverses of the threads' products by a tree of
 //    the same trick (groups of `per`), with one Fermat inversion at the top.
 // 3. msm_affine_sums: from the last slot back, each pair's 1/d out of the thread's inverse and
@@ -109,6 +109,26 @@ FR_HD affine_t<F> msm_level_value(uint32_t level, uint32_t idx, const uint64_t* 
         return p;
     }
     return msm_load_affine(&pts[idx]);
+}
+
+// The x coordinate of value `idx` of level `level` (see msm_level_value; a sign leaves x as it
+// is): the first half of the point's 16-byte words.
+template <class F>
+FR_HD F msm_level_x(uint32_t level, uint32_t idx, const uint64_t* sorted, uint32_t e0, const affine_t<F>* bases,
+                    uint64_t base_offset, const affine_t<F>* pts) {
+    static_assert(sizeof(F) % 16 == 0, "coordinates are whole 16-byte words");
+    const affine_t<F>* p =
+        level == 0 ? &bases[base_offset + ((uint32_t)sorted[e0 + idx] & MSM_KEY_MASK)] : &pts[idx];
+#if defined(__CUDA_ARCH__)
+    F x;
+    const uint4* src = reinterpret_cast<const uint4*>(&p->x);
+    uint4* dst = reinterpret_cast<uint4*>(&x);
+#pragma unroll
+    for (int i = 0; i < (int)(sizeof(F) / 16); i++) dst[i] = src[i];
+    return x;
+#else
+    return p->x;
+#endif
 }
 
 // The inputs of output slot j of key κ: values 2j and 2j + 1 (when it exists) of the input level.
@@ -244,11 +264,24 @@ __device__ __forceinline__ void msm_affine_pairs(F* prefix, F* totals, const uin
 #pragma unroll
     for (uint32_t k = 0; k < MSM_AFFINE_PER; k++) {
         if (!slots[k].valid) continue;
-        msm_pair_t<F> p = msm_load_pair<F>(level_in, slots[k].in, slots[k].j, sorted, e0, bases, base_offset, pts_in);
-        if (msm_needs_inverse(p.kind)) {
-            prefix[s0 + k] = q;
-            q = f_mul(q, p.d);
+        // A lone value needs no inversion. Otherwise the x coordinates alone decide the common
+        // case, two distinct non-zero x (neither is infinity, which has x = 0): d = x_b − x_a,
+        // as msm_classify gives. Anything else loads the whole pair and classifies it.
+        uint32_t ia = slots[k].in.base + 2 * slots[k].j;
+        if (2 * slots[k].j + 1 >= slots[k].in.count) continue;
+        F xa = msm_level_x<F>(level_in, ia, sorted, e0, bases, base_offset, pts_in);
+        F xb = msm_level_x<F>(level_in, ia + 1, sorted, e0, bases, base_offset, pts_in);
+        F d;
+        if (!xa.is_zero() && !xb.is_zero() && !f_eq(xa, xb)) {
+            d = f_sub(xb, xa);
+        } else {
+            msm_pair_t<F> p =
+                msm_load_pair<F>(level_in, slots[k].in, slots[k].j, sorted, e0, bases, base_offset, pts_in);
+            if (!msm_needs_inverse(p.kind)) continue;
+            d = p.d;
         }
+        prefix[s0 + k] = q;
+        q = f_mul(q, d);
     }
     totals[t] = q;
 }
