@@ -97,6 +97,53 @@ FR_HD void msm_store_affine(affine_t<F>* p, const affine_t<F>& v) {
 #endif
 }
 
+// The rounds' scratch field elements (prefix products, the inversion tree's values) lie
+// word-major: 16-byte word w of element i of an array of `cap` elements is word w·cap + i, so
+// a warp's threads, which take consecutive elements, read and write consecutive words. Element
+// by element (one 4-byte access per limb, 48 or 96 bytes apart across the warp), every access
+// touched 32 sectors: ncu on msm_inv_up_g1 (2^22, 3.7 M values) showed the L2 at 84% of its
+// throughput for 0.62 TB/s and warps stalled on a full load/store queue 69% of the time.
+template <class F>
+FR_HD F msm_soa_load(const F* arr, uint64_t cap, uint64_t i) {
+    static_assert(sizeof(F) % 16 == 0, "field elements are whole 16-byte words");
+    F v;
+    uint32_t* out = reinterpret_cast<uint32_t*>(&v);
+#if defined(__CUDA_ARCH__)
+    const uint4* words = reinterpret_cast<const uint4*>(arr);
+#pragma unroll
+    for (int w = 0; w < (int)(sizeof(F) / 16); w++) {
+        uint4 q = words[w * cap + i];
+        out[4 * w] = q.x;
+        out[4 * w + 1] = q.y;
+        out[4 * w + 2] = q.z;
+        out[4 * w + 3] = q.w;
+    }
+#else
+    const uint32_t* words = reinterpret_cast<const uint32_t*>(arr);
+    for (int w = 0; w < (int)(sizeof(F) / 16); w++) {
+        for (int j = 0; j < 4; j++) out[4 * w + j] = words[4 * (w * cap + i) + j];
+    }
+#endif
+    return v;
+}
+
+template <class F>
+FR_HD void msm_soa_store(F* arr, uint64_t cap, uint64_t i, const F& v) {
+    const uint32_t* in = reinterpret_cast<const uint32_t*>(&v);
+#if defined(__CUDA_ARCH__)
+    uint4* words = reinterpret_cast<uint4*>(arr);
+#pragma unroll
+    for (int w = 0; w < (int)(sizeof(F) / 16); w++) {
+        words[w * cap + i] = make_uint4(in[4 * w], in[4 * w + 1], in[4 * w + 2], in[4 * w + 3]);
+    }
+#else
+    uint32_t* words = reinterpret_cast<uint32_t*>(arr);
+    for (int w = 0; w < (int)(sizeof(F) / 16); w++) {
+        for (int j = 0; j < 4; j++) words[4 * (w * cap + i) + j] = in[4 * w + j];
+    }
+#endif
+}
+
 // Value `idx` of level `level`: a sorted entry's base point (sign applied) at level 0, else
 // pts[idx].
 template <class F>
@@ -238,11 +285,22 @@ FR_HD bool msm_round_pair(msm_pair_t<F>& p, uint32_t s, const uint32_t* keys_out
 // locates all of a thread's slots before loading any point, so their lookups overlap.
 #define MSM_AFFINE_PER 8u
 
-// Round step 1 (see the header). Thread t takes the output slots [t·per, t·per + per) (n_out of
-// them; per <= MSM_AFFINE_PER): for each pair that needs an inversion, the product of the thread's earlier denominators
-// (prefix[slot], exclusive); totals[t] is the product of all of them.
+// The round threads' scratch: prefix[s] for each output slot s (`prefix_cap` of them) and one
+// product per thread in totals (`totals_cap`), both word-major (msm_soa_load).
 template <class F>
-__device__ __forceinline__ void msm_affine_pairs(F* prefix, F* totals, const uint32_t* keys_out,
+struct msm_round_scratch_t {
+    F* prefix;
+    uint64_t prefix_cap;
+    F* totals;
+    uint64_t totals_cap;
+};
+
+// Round step 1 (see the header). Thread t of n_threads takes the output slots t + k·n_threads
+// for k < per (per <= MSM_AFFINE_PER; n_out slots), so that a warp's threads take consecutive
+// slots: for each pair that needs an inversion, the product of the thread's earlier
+// denominators (prefix[slot], exclusive); totals[t] is the product of all of them.
+template <class F>
+__device__ __forceinline__ void msm_affine_pairs(msm_round_scratch_t<F> scratch, const uint32_t* keys_out,
                                                  const uint32_t* offsets, uint32_t k0, uint32_t level_in,
                                                  const uint64_t* sorted, const affine_t<F>* bases,
                                                  uint64_t base_offset, const affine_t<F>* pts_in, uint32_t n_out,
@@ -250,15 +308,14 @@ __device__ __forceinline__ void msm_affine_pairs(F* prefix, F* totals, const uin
     uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_threads) return;
     uint32_t e0 = offsets[k0];
-    uint64_t s0 = (uint64_t)t * per;
-    uint32_t s1 = s0 + per < n_out ? (uint32_t)(s0 + per) : n_out;
     // ncu: each slot's chain of dependent loads (key, offsets, entries, points), slot after
     // slot, left this kernel waiting on memory most of the time; the lookups of all slots first.
     msm_slot_t slots[MSM_AFFINE_PER];
 #pragma unroll
     for (uint32_t k = 0; k < MSM_AFFINE_PER; k++) {
         slots[k].valid = false;
-        if (k < per && s0 + k < s1) slots[k] = msm_slot_of((uint32_t)s0 + k, keys_out, offsets, k0, e0, level_in);
+        uint64_t s = (uint64_t)k * n_threads + t;
+        if (k < per && s < n_out) slots[k] = msm_slot_of((uint32_t)s, keys_out, offsets, k0, e0, level_in);
     }
     F q = F::one();
 #pragma unroll
@@ -280,35 +337,37 @@ __device__ __forceinline__ void msm_affine_pairs(F* prefix, F* totals, const uin
             if (!msm_needs_inverse(p.kind)) continue;
             d = p.d;
         }
-        prefix[s0 + k] = q;
+        msm_soa_store(scratch.prefix, scratch.prefix_cap, (uint64_t)k * n_threads + t, q);
         q = f_mul(q, d);
     }
-    totals[t] = q;
+    msm_soa_store(scratch.totals, scratch.totals_cap, t, q);
 }
 
 // Round step 3 (see the header): the slots of msm_affine_pairs' thread t, from the last back,
-// given the inverse of that thread's product of denominators.
+// given the inverse of that thread's product of denominators (inv_totals, laid out as totals).
 template <class F>
-__device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, const F* prefix, const F* inv_totals,
-                                                const uint32_t* keys_out, const uint32_t* offsets, uint32_t k0,
-                                                uint32_t level_in, const uint64_t* sorted,
-                                                const affine_t<F>* bases, uint64_t base_offset,
-                                                const affine_t<F>* pts_in, uint32_t n_out, uint32_t per,
-                                                uint32_t n_threads) {
+__device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_scratch_t<F> scratch,
+                                                const F* inv_totals, const uint32_t* keys_out,
+                                                const uint32_t* offsets, uint32_t k0, uint32_t level_in,
+                                                const uint64_t* sorted, const affine_t<F>* bases,
+                                                uint64_t base_offset, const affine_t<F>* pts_in, uint32_t n_out,
+                                                uint32_t per, uint32_t n_threads) {
     uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_threads) return;
-    uint64_t s0_64 = (uint64_t)t * per;
-    if (s0_64 >= n_out) return;
-    uint32_t s0 = (uint32_t)s0_64;
-    uint32_t s1 = s0_64 + per < n_out ? (uint32_t)(s0_64 + per) : n_out;
     uint32_t e0 = offsets[k0];
-    F inv = inv_totals[t];  // 1 / (product of the denominators of the pairs not yet visited)
-    for (uint32_t s = s1; s-- > s0;) {
+    // 1 / (product of the denominators of the pairs not yet visited)
+    F inv = msm_soa_load(inv_totals, scratch.totals_cap, t);
+    for (uint32_t k = per; k-- > 0;) {
+        uint64_t s = (uint64_t)k * n_threads + t;
+        if (s >= n_out) continue;
         msm_pair_t<F> p;
-        if (!msm_round_pair(p, s, keys_out, offsets, k0, e0, level_in, sorted, bases, base_offset, pts_in)) continue;
+        if (!msm_round_pair(p, (uint32_t)s, keys_out, offsets, k0, e0, level_in, sorted, bases, base_offset,
+                            pts_in)) {
+            continue;
+        }
         affine_t<F> r;
         if (msm_needs_inverse(p.kind)) {
-            F d_inv = f_mul(inv, prefix[s]);
+            F d_inv = f_mul(inv, msm_soa_load(scratch.prefix, scratch.prefix_cap, s));
             inv = f_mul(inv, p.d);
             F num;
             if (p.kind == MSM_PAIR_ADD) {
@@ -332,58 +391,65 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, const F* p
     }
 }
 
-// Batch inversion tree, going up: thread g takes vals[g·per, g·per + per) (within n), writes
-// their running products to pre and the group's product to totals[g].
+// A level of the batch inversion tree: `n` values in an array of `cap` (word-major), and the
+// next level up (one value per thread of the level below) in an array of `next_cap`.
+struct msm_tree_level_t {
+    uint32_t n;
+    uint64_t cap, next_cap;
+};
+
+// Batch inversion tree, going up: thread g of n_threads = ⌈n / per⌉ takes vals[g + k·n_threads]
+// for k < per (within n), so that a warp takes consecutive values; writes their running
+// products to pre and their product to totals[g].
 template <class F>
-__device__ __forceinline__ void msm_inv_up(F* pre, F* totals, const F* vals, uint32_t n, uint32_t per,
+__device__ __forceinline__ void msm_inv_up(F* pre, F* totals, const F* vals, msm_tree_level_t lv, uint32_t per,
                                            uint32_t n_threads) {
     uint32_t g = blockIdx.x * blockDim.x + threadIdx.x;
     if (g >= n_threads) return;
-    uint64_t i0 = (uint64_t)g * per;
-    uint64_t i1 = i0 + per < n ? i0 + per : n;
     F q = F::one();
-    for (uint64_t i = i0; i < i1; i++) {
-        q = f_mul(q, vals[i]);
-        pre[i] = q;
+    for (uint64_t i = g; i < lv.n && i < (uint64_t)per * n_threads; i += n_threads) {
+        q = f_mul(q, msm_soa_load(vals, lv.cap, i));
+        msm_soa_store(pre, lv.cap, i, q);
     }
-    totals[g] = q;
+    msm_soa_store(totals, lv.next_cap, g, q);
 }
 
-// Going down: thread g, given inv_totals[g] = 1 / (product of its group), turns the running
+// Going down: thread g, given inv_totals[g] = 1 / (product of its values), turns the running
 // products in inv (as msm_inv_up wrote them to pre) into the inverses of vals, in place.
 template <class F>
-__device__ __forceinline__ void msm_inv_down(F* inv, const F* vals, const F* inv_totals, uint32_t n, uint32_t per,
-                                             uint32_t n_threads) {
+__device__ __forceinline__ void msm_inv_down(F* inv, const F* vals, const F* inv_totals, msm_tree_level_t lv,
+                                             uint32_t per, uint32_t n_threads) {
     uint32_t g = blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= n_threads) return;
-    uint64_t i0 = (uint64_t)g * per;
-    if (i0 >= n) return;
-    uint64_t i1 = i0 + per < n ? i0 + per : n;
-    F acc = inv_totals[g];
-    for (uint64_t i = i1 - 1; i > i0; i--) {
-        F v = vals[i];
-        inv[i] = f_mul(acc, inv[i - 1]);
+    if (g >= n_threads || g >= lv.n) return;
+    // The thread's last value: g + k·n_threads for the largest k < per within n.
+    uint64_t k_last = ((uint64_t)lv.n - 1 - g) / n_threads;
+    if (k_last >= per) k_last = per - 1;
+    F acc = msm_soa_load(inv_totals, lv.next_cap, g);
+    for (uint64_t i = g + k_last * n_threads; i > g; i -= n_threads) {
+        F v = msm_soa_load(vals, lv.cap, i);
+        msm_soa_store(inv, lv.cap, i, f_mul(acc, msm_soa_load(inv, lv.cap, i - n_threads)));
         acc = f_mul(acc, v);
     }
-    inv[i0] = acc;
+    msm_soa_store(inv, lv.cap, g, acc);
 }
 
-// The top of the tree, one thread: inv[i] = 1 / vals[i] for i < n, with one inversion.
+// The top of the tree, one thread: inv[i] = 1 / vals[i] for i < n (arrays of `cap`), with one
+// inversion.
 template <class F>
-__device__ __forceinline__ void msm_inv_top(F* inv, const F* vals, uint32_t n) {
+__device__ __forceinline__ void msm_inv_top(F* inv, const F* vals, uint32_t n, uint64_t cap) {
     if (blockIdx.x != 0 || threadIdx.x != 0 || n == 0) return;
     F q = F::one();
     for (uint32_t i = 0; i < n; i++) {
-        q = f_mul(q, vals[i]);
-        inv[i] = q;
+        q = f_mul(q, msm_soa_load(vals, cap, i));
+        msm_soa_store(inv, cap, i, q);
     }
     F acc = f_inv(q);
     for (uint32_t i = n - 1; i > 0; i--) {
-        F v = vals[i];
-        inv[i] = f_mul(acc, inv[i - 1]);
+        F v = msm_soa_load(vals, cap, i);
+        msm_soa_store(inv, cap, i, f_mul(acc, msm_soa_load(inv, cap, i - 1)));
         acc = f_mul(acc, v);
     }
-    inv[0] = acc;
+    msm_soa_store(inv, cap, 0, acc);
 }
 
 // After the last round: thread κ adds key κ's one value (if any) at `level` into its bucket.
@@ -417,28 +483,32 @@ extern "C" __global__ void msm_affine_stats(uint32_t* out, const uint32_t* offse
     extern "C" __global__ void msm_affine_pairs_##G(                                                        \
         F* prefix, F* totals, const uint32_t* keys_out, const uint32_t* offsets, uint32_t k0,              \
         uint32_t level_in, const uint64_t* sorted, const affine_t<F>* bases, uint64_t base_offset,         \
-        const affine_t<F>* pts_in, uint32_t n_out, uint32_t per, uint32_t n_threads) {                     \
-        msm_affine_pairs<F>(prefix, totals, keys_out, offsets, k0, level_in, sorted, bases, base_offset,  \
-                            pts_in, n_out, per, n_threads);                                                \
+        const affine_t<F>* pts_in, uint32_t n_out, uint32_t per, uint32_t n_threads, uint32_t prefix_cap,  \
+        uint32_t totals_cap) {                                                                             \
+        msm_affine_pairs<F>(msm_round_scratch_t<F>{prefix, prefix_cap, totals, totals_cap}, keys_out,     \
+                            offsets, k0, level_in, sorted, bases, base_offset, pts_in, n_out, per,         \
+                            n_threads);                                                                    \
     }                                                                                                      \
     extern "C" __global__ void msm_affine_sums_##G(                                                         \
-        affine_t<F>* pts_out, const F* prefix, const F* inv_totals, const uint32_t* keys_out,              \
+        affine_t<F>* pts_out, F* prefix, const F* inv_totals, const uint32_t* keys_out,                    \
         const uint32_t* offsets, uint32_t k0, uint32_t level_in, const uint64_t* sorted,                   \
         const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts_in, uint32_t n_out,         \
-        uint32_t per, uint32_t n_threads) {                                                                \
-        msm_affine_sums<F>(pts_out, prefix, inv_totals, keys_out, offsets, k0, level_in, sorted, bases,   \
-                           base_offset, pts_in, n_out, per, n_threads);                                    \
+        uint32_t per, uint32_t n_threads, uint32_t prefix_cap, uint32_t totals_cap) {                      \
+        msm_affine_sums<F>(pts_out, msm_round_scratch_t<F>{prefix, prefix_cap, nullptr, totals_cap},      \
+                           inv_totals, keys_out, offsets, k0, level_in, sorted, bases, base_offset,        \
+                           pts_in, n_out, per, n_threads);                                                 \
     }                                                                                                      \
     extern "C" __global__ void msm_inv_up_##G(F* pre, F* totals, const F* vals, uint32_t n, uint32_t per,   \
-                                              uint32_t n_threads) {                                         \
-        msm_inv_up<F>(pre, totals, vals, n, per, n_threads);                                               \
+                                              uint32_t n_threads, uint32_t cap, uint32_t next_cap) {        \
+        msm_inv_up<F>(pre, totals, vals, msm_tree_level_t{n, cap, next_cap}, per, n_threads);             \
     }                                                                                                      \
     extern "C" __global__ void msm_inv_down_##G(F* inv, const F* vals, const F* inv_totals, uint32_t n,     \
-                                                uint32_t per, uint32_t n_threads) {                        \
-        msm_inv_down<F>(inv, vals, inv_totals, n, per, n_threads);                                         \
+                                                uint32_t per, uint32_t n_threads, uint32_t cap,            \
+                                                uint32_t next_cap) {                                       \
+        msm_inv_down<F>(inv, vals, inv_totals, msm_tree_level_t{n, cap, next_cap}, per, n_threads);       \
     }                                                                                                      \
-    extern "C" __global__ void msm_inv_top_##G(F* inv, const F* vals, uint32_t n) {                         \
-        msm_inv_top<F>(inv, vals, n);                                                                      \
+    extern "C" __global__ void msm_inv_top_##G(F* inv, const F* vals, uint32_t n, uint32_t cap) {           \
+        msm_inv_top<F>(inv, vals, n, cap);                                                                 \
     }                                                                                                      \
     extern "C" __global__ void msm_affine_buckets_##G(                                                      \
         xyzz_t<F>* buckets, const uint32_t* offsets, uint32_t k0, uint32_t n_keys, uint32_t level,         \

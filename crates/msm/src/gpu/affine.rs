@@ -24,6 +24,10 @@ pub(crate) struct AffineWorkspace<B> {
     tree_vals: Vec<B>,
     tree_pre: Vec<B>,
     stats: B,
+    /// Field elements `prefix` holds, and each tree level: the kernels lay these arrays out
+    /// word-major (`msm_soa_load` in kernels/msm/affine.cuh), so they need the capacity.
+    prefix_cap: u32,
+    tree_caps: Vec<u32>,
 }
 
 impl<B> AffineWorkspace<B> {
@@ -42,6 +46,10 @@ impl<B> AffineWorkspace<B> {
                 .map(|&n| exec.alloc(n.max(1) * field_bytes))
                 .collect()
         };
+        let tree_caps = tree
+            .iter()
+            .map(|&n| u32_arg(n.max(1), "inversion tree level"))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             points: [
                 exec.alloc(points[0] * affine_bytes)?,
@@ -52,6 +60,8 @@ impl<B> AffineWorkspace<B> {
             tree_vals: alloc_levels(&tree)?,
             tree_pre: alloc_levels(&tree)?,
             stats: exec.alloc(8)?,
+            prefix_cap: u32_arg(prefix, "prefix products")?,
+            tree_caps,
         })
     }
 }
@@ -209,12 +219,12 @@ fn pairs<E: Exec, C: GpuCurve>(
 
 /// The parameters msm_affine_pairs_<g> and msm_affine_sums_<g> share, in their order after each
 /// kernel's own leading buffers: the round's slot keys, the chunk's sorted entries and bases, the
-/// round's input points and its shape.
+/// round's input points, its shape and the capacities of its scratch arrays.
 fn round_args<'a, B>(
     ws: &'a AffineWorkspace<B>,
     chunk: &SortedChunk<'a, B>,
     group: &Group,
-) -> Result<[Arg<'a, B>; 11], GpuMsmError> {
+) -> Result<[Arg<'a, B>; 13], GpuMsmError> {
     let (pts_in, _) = inputs(ws, group.level);
     Ok([
         Arg::Buf(&ws.keys[level_index(group.level + 1)]),
@@ -228,6 +238,8 @@ fn round_args<'a, B>(
         Arg::U32(u32_arg(group.n_out, "slots")?),
         Arg::U32(AFFINE_PER as u32),
         Arg::U32(u32_arg(group.n_threads, "threads")?),
+        Arg::U32(ws.prefix_cap),
+        Arg::U32(ws.tree_caps[0]),
     ])
 }
 
@@ -279,6 +291,8 @@ fn invert<E: Exec, C: GpuCurve>(
                 Arg::U32(u32_arg(sizes[level], "tree level")?),
                 Arg::U32(TREE_PER as u32),
                 Arg::U32(u32_arg(groups, "threads")?),
+                Arg::U32(ws.tree_caps[level]),
+                Arg::U32(ws.tree_caps[level + 1]),
             ],
         )?;
     }
@@ -290,6 +304,7 @@ fn invert<E: Exec, C: GpuCurve>(
             Arg::Buf(&ws.tree_pre[top]),
             Arg::Buf(&ws.tree_vals[top]),
             Arg::U32(u32_arg(sizes[top], "tree top")?),
+            Arg::U32(ws.tree_caps[top]),
         ],
     )?;
     for level in (0..top).rev() {
@@ -305,6 +320,8 @@ fn invert<E: Exec, C: GpuCurve>(
                 Arg::U32(u32_arg(sizes[level], "tree level")?),
                 Arg::U32(TREE_PER as u32),
                 Arg::U32(u32_arg(groups, "threads")?),
+                Arg::U32(ws.tree_caps[level]),
+                Arg::U32(ws.tree_caps[level + 1]),
             ],
         )?;
     }
