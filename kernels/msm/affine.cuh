@@ -20,18 +20,20 @@
 // writes the key of every slot it fills (key + 1; zero marks a gap), and level 0's keys are in
 // the sorted entries. After
 // ⌈log2(max count_0)⌉ rounds every key has at most one value, which msm_affine_buckets adds into
-// its XYZZ bucket.
+// its XYZZ bucket (or writes there, for the chunk that finds the buckets empty).
 //
 // One round (level L → L + 1):
 // 0. msm_affine_slots: one thread per input value writes the key of its pair's output slot
 //    (integer work only), so that the arithmetic kernels give every thread `per` output slots
-//    and no thread idles on the second value of a pair.
+//    and no thread idles on the second value of a pair. Thread t of T takes slots t + k·T, so
+//    that a warp's loads and stores of keys, entries and scratch are of consecutive elements.
 // 1. msm_affine_pairs: each slot's denominator d (x_b − x_a, or 2·y_a to double, or none when
 //    the pair needs no inversion: a lone value, infinity, P + (−P)), the product of the
 //    thread's earlier denominators (prefix[slot]) and of all of them (totals[t]). Reads the
 //    x coordinates, the whole points only where they cannot decide (equal or zero x).
 // 2. msm_inv_up / msm_inv_top / msm_inv_down: the inverses of the threads' products by a tree of
-//    the same trick (groups of `per`), with one Fermat inversion at the top.
+//    the same trick (groups of `per`), with one inversion (fp_inv: binary extended Euclid) at
+//    the top.
 // 3. msm_affine_sums: from the last slot back, each pair's 1/d out of the thread's inverse and
 //    prefix, and the affine sum: λ = (y_b − y_a)/d or 3x_a²/d, x = λ² − x_a − x_b,
 //    y = λ(x_a − x) − y_a. Reads both points again, writes the sum.
@@ -85,16 +87,23 @@ FR_HD affine_t<F> msm_load_affine(const affine_t<F>* p) {
 #endif
 }
 
-template <class F>
-FR_HD void msm_store_affine(affine_t<F>* p, const affine_t<F>& v) {
+// Stores a point (affine or XYZZ) as 16-byte words, for the same reason.
+template <class T>
+FR_HD void msm_store_words(T* p, const T& v) {
+    static_assert(sizeof(T) % 16 == 0, "points are whole 16-byte words");
 #if defined(__CUDA_ARCH__)
     const uint4* src = reinterpret_cast<const uint4*>(&v);
     uint4* dst = reinterpret_cast<uint4*>(p);
 #pragma unroll
-    for (int i = 0; i < (int)(sizeof(affine_t<F>) / 16); i++) dst[i] = src[i];
+    for (int i = 0; i < (int)(sizeof(T) / 16); i++) dst[i] = src[i];
 #else
     *p = v;
 #endif
+}
+
+template <class F>
+FR_HD void msm_store_affine(affine_t<F>* p, const affine_t<F>& v) {
+    msm_store_words(p, v);
 }
 
 // The rounds' scratch field elements (prefix products, the inversion tree's values) lie
@@ -452,12 +461,14 @@ __device__ __forceinline__ void msm_inv_top(F* inv, const F* vals, uint32_t n, u
     msm_soa_store(inv, cap, 0, acc);
 }
 
-// After the last round: thread κ adds key κ's one value (if any) at `level` into its bucket.
+// After the last round: thread κ adds key κ's one value (if any) at `level` into its bucket, or,
+// when `fresh` (the chunk is the MSM's first, so every bucket is still infinity), writes it
+// there as (x, y, 1, 1) without reading the bucket.
 template <class F>
 __device__ __forceinline__ void msm_affine_buckets(xyzz_t<F>* buckets, const uint32_t* offsets, uint32_t k0,
                                                    uint32_t n_keys, uint32_t level, const uint64_t* sorted,
                                                    const affine_t<F>* bases, uint64_t base_offset,
-                                                   const affine_t<F>* pts) {
+                                                   const affine_t<F>* pts, uint32_t fresh) {
     uint32_t kappa = blockIdx.x * blockDim.x + threadIdx.x;
     if (kappa >= n_keys) return;
     uint32_t e0 = offsets[k0];
@@ -465,9 +476,14 @@ __device__ __forceinline__ void msm_affine_buckets(xyzz_t<F>* buckets, const uin
     if (pos.count == 0) return;
     affine_t<F> p = msm_level_value<F>(level, pos.base, sorted, e0, bases, base_offset, pts);
     if (p.is_inf()) return;
-    xyzz_t<F> b = buckets[k0 + kappa];
-    xyzz_add_affine(b, p);
-    buckets[k0 + kappa] = b;
+    xyzz_t<F> b;
+    if (fresh) {
+        b = xyzz_t<F>{p.x, p.y, F::one(), F::one()};
+    } else {
+        b = buckets[k0 + kappa];
+        xyzz_add_affine(b, p);
+    }
+    msm_store_words(&buckets[k0 + kappa], b);
 }
 
 // out[0] = the largest count of keys [k0, k0 + n_keys) (atomic max: out[0] starts at zero),
@@ -512,6 +528,7 @@ extern "C" __global__ void msm_affine_stats(uint32_t* out, const uint32_t* offse
     }                                                                                                      \
     extern "C" __global__ void msm_affine_buckets_##G(                                                      \
         xyzz_t<F>* buckets, const uint32_t* offsets, uint32_t k0, uint32_t n_keys, uint32_t level,         \
-        const uint64_t* sorted, const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts) {  \
-        msm_affine_buckets<F>(buckets, offsets, k0, n_keys, level, sorted, bases, base_offset, pts);       \
+        const uint64_t* sorted, const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts,    \
+        uint32_t fresh) {                                                                                  \
+        msm_affine_buckets<F>(buckets, offsets, k0, n_keys, level, sorted, bases, base_offset, pts, fresh); \
     }

@@ -4,8 +4,8 @@
 //! After a chunk's counting sort, each group of windows runs `⌈log2(largest bucket)⌉` rounds;
 //! a round pairs up every bucket's values and adds each pair in affine coordinates, the
 //! round's inversions shared by one batch inversion (a tree of Montgomery's trick with one
-//! Fermat inversion at the top). The last value of each bucket is then added into its XYZZ
-//! bucket, which the reduction reads as before.
+//! inversion at the top). The last value of each bucket is then added into its XYZZ bucket
+//! (written there, for the MSM's first chunk), which the reduction reads as before.
 
 use super::curve::{kernels_of, GpuCurve};
 use super::exec::{blocks, u32_arg, Arg, Exec};
@@ -77,13 +77,15 @@ pub(crate) struct SortedChunk<'a, B> {
 }
 
 /// Adds the chunk's sorted entries into `buckets`, group of windows by group, by batch-affine
-/// rounds.
+/// rounds. `fresh`: every bucket is still infinity (the MSM's first chunk), so the rounds'
+/// results are written into them rather than added.
 pub(crate) fn accumulate<E: Exec, C: GpuCurve>(
     exec: &E,
     plan: &MsmPlan,
     ws: &mut AffineWorkspace<E::Buf>,
     buckets: &E::Buf,
     chunk: &SortedChunk<'_, E::Buf>,
+    fresh: bool,
 ) -> Result<(), GpuMsmError> {
     let per_window = plan.buckets_per_window();
     let group_windows = plan.affine_group_windows.max(1);
@@ -119,7 +121,7 @@ pub(crate) fn accumulate<E: Exec, C: GpuCurve>(
             exec.mark("sums")?;
             size = n_out;
         }
-        affine_buckets::<E, C>(exec, ws, buckets, chunk, k0, n_keys, rounds)?;
+        affine_buckets::<E, C>(exec, ws, buckets, chunk, (k0, n_keys), rounds, fresh)?;
         exec.mark("buckets")?;
         w0 = w1;
     }
@@ -328,15 +330,16 @@ fn invert<E: Exec, C: GpuCurve>(
     Ok(())
 }
 
-/// msm_affine_buckets_<g>: each bucket's last value (level `level`) into its XYZZ bucket.
+/// msm_affine_buckets_<g>: each bucket's last value (level `level`) into its XYZZ bucket, for
+/// the buckets `k0..k0 + n_keys` (written there when `fresh`).
 fn affine_buckets<E: Exec, C: GpuCurve>(
     exec: &E,
     ws: &AffineWorkspace<E::Buf>,
     buckets: &E::Buf,
     chunk: &SortedChunk<'_, E::Buf>,
-    k0: usize,
-    n_keys: usize,
+    (k0, n_keys): (usize, usize),
     level: u32,
+    fresh: bool,
 ) -> Result<(), GpuMsmError> {
     let (pts, _) = inputs(ws, level);
     exec.launch(
@@ -353,6 +356,7 @@ fn affine_buckets<E: Exec, C: GpuCurve>(
             Arg::Buf(chunk.bases),
             Arg::U64(chunk.base_offset as u64),
             Arg::Buf(pts),
+            Arg::U32(u32::from(fresh)),
         ],
     )
 }

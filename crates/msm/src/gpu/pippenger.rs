@@ -226,7 +226,7 @@ pub(crate) fn msm<E: Exec, C: GpuCurve>(
                 exec.mark("stage")?;
             }
             let base_chunk = base_stage.chunk_buffer(&bases, slot, start);
-            sum_chunk::<E, C>(exec, plan, &mut ws, base_chunk, m)?;
+            sum_chunk::<E, C>(exec, plan, &mut ws, base_chunk, m, chunk == 0)?;
             if streaming {
                 slot_free[slot] = Some(exec.record_compute()?);
             }
@@ -267,13 +267,15 @@ fn sort_chunk<E: Exec>(
     exec.mark("scatter")
 }
 
-/// Adds the sorted chunk's `m` points into the buckets.
+/// Adds the sorted chunk's `m` points into the buckets; `first`: the MSM's first chunk, which
+/// finds every bucket infinity.
 fn sum_chunk<E: Exec, C: GpuCurve>(
     exec: &E,
     plan: &MsmPlan,
     ws: &mut Workspace<E::Buf>,
     (bases, base_offset): (&E::Buf, usize),
     m: usize,
+    first: bool,
 ) -> Result<(), GpuMsmError> {
     let g = plan.total_buckets();
     match &mut ws.sums {
@@ -284,7 +286,7 @@ fn sum_chunk<E: Exec, C: GpuCurve>(
                 bases,
                 base_offset,
             };
-            affine::accumulate::<E, C>(exec, plan, affine_ws, &ws.buckets, &chunk)
+            affine::accumulate::<E, C>(exec, plan, affine_ws, &ws.buckets, &chunk, first)
         }
         BucketSums::Xyzz {
             part_keys,
