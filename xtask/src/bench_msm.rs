@@ -203,9 +203,15 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
         let group = r["group"].as_str().unwrap_or("?");
         let log_n = r["log_n"].as_u64().unwrap_or(0);
         let resident = num(r, "resident_ms")?;
-        let affine = r["affine_ms"].as_f64().map_or("-".to_string(), |a| {
-            format!("{a:.1} ({:.2}×)", a / resident)
-        });
+        // Runs before session 9 had XYZZ sums by default and no `accumulation`.
+        let batch_affine = r["accumulation"].as_str() == Some("batch-affine");
+        let xyzz_ms = r["xyzz_ms"]
+            .as_f64()
+            .or((!batch_affine).then_some(resident));
+        let xyzz = xyzz_ms.map_or("-".to_string(), |x| format!("{x:.1}"));
+        let affine = r["affine_ms"]
+            .as_f64()
+            .map_or("-".to_string(), |a| format!("{a:.1}"));
         let affine_floor = num(r, "affine_floor_ms")?;
         let wide = r["wide_ms"]
             .as_f64()
@@ -223,10 +229,15 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
             .map_or("-".to_string(), |(_, _, ms)| {
                 format!("{ms:.0} ({:.2}×)", ms / resident)
             });
+        let (sums, own_floor) = if batch_affine {
+            ("batch-affine", affine_floor)
+        } else {
+            ("XYZZ", floor)
+        };
         table.push_str(&format!(
-            "| {group} | 2^{log_n} | {} | {resident:.1} | {pinned} | {streamed} | {floor:.1} | {:.2} | {affine} | {} | {wide} | {affine_floor:.1} | {sppark} | {} | {:.0} |\n",
+            "| {group} | 2^{log_n} | {} | {sums} | **{resident:.1}** | {:.2} | {pinned} | {streamed} | {xyzz} | {floor:.1} | {affine} | {} | {wide} | {affine_floor:.1} | {sppark} | {} | {:.0} |\n",
             r["window_bits"],
-            resident / floor,
+            resident / own_floor,
             r["affine_groups"],
             if r["checked"].as_bool() == Some(true) { "yes" } else { "-" },
             num(r, "device_mib")?,
@@ -248,7 +259,14 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
                 items.join(", ")
             ));
         }
-        let parts = stage_list(&r["stages"]);
+        let xyzz_stages = if r["xyzz_stages"].is_array() {
+            &r["xyzz_stages"]
+        } else if batch_affine {
+            &Value::Null
+        } else {
+            &r["stages"]
+        };
+        let parts = stage_list(xyzz_stages);
         let affine_parts = stage_list(&r["affine_stages"]);
         stages.push_str(&format!(
             "| {group} | 2^{log_n} | {} | {} |\n",
@@ -260,8 +278,8 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
         String::new()
     } else {
         format!(
-            "Window sweep (`--window-sweep`): the resident MSM with other window widths, same \
-             run (bits: median ms).\n\n| group | n | plan's window | bits: ms |\n|---|---|---|---|\n\
+            "Window sweep (`--window-sweep`): the resident MSM (the default plan's bucket sums) \
+             with other window widths, same run (bits: median ms).\n\n| group | n | plan's window | bits: ms |\n|---|---|---|---|\n\
              {sweeps}\n"
         )
     };
@@ -271,21 +289,23 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
          scalars (Montgomery form); each size checked against blst's CPU MSM where marked. Times \
          are CUDA-event medians after a warm-up, from the first kernel to the result on the host \
          (the host's share of the reduction included). *Resident*: bases and scalars in device \
-         memory, the default plan (mixed-XYZZ bucket sums). *Streamed*: both in host memory, \
+         memory, the default plan, whose *bucket sums* are batch-affine for G1 from 2^20 points \
+         and mixed-XYZZ otherwise (`Accumulation::resident_default`), over the *floor* of those \
+         sums. *Streamed*: both in host memory, with XYZZ sums, \
          copied on a second stream in chunks of a quarter of the points (at least 2^22, at \
          most 2^25: `streamed_chunk_len`; the window chosen for that many chunks) while the \
          previous chunk computes: \
          from *pinned* memory directly, or from *pageable* memory through two pinned staging \
-         buffers the host fills (in parallel) while the device copies and computes.{copy_rates} *Floor*: the plan's bucket additions (one mixed addition per point and \
+         buffers the host fills (in parallel) while the device copies and computes.{copy_rates} *XYZZ* and *batch-affine*: the \
+         same resident MSM, same run, with each kind of bucket sums (`Accumulation::Xyzz`, \
+         `Accumulation::BatchAffine`; the default's is the resident time). *XYZZ floor*: the plan's bucket additions (one mixed addition per point and \
          window, two full additions per bucket) times their Fp multiplications (G1: 10 and 14, \
          G2: 25 and 35, an Fp2 multiplication or squaring counted as 2.5 Fp multiplications), at the Fp multiplication rate of the throughput probe `msm_bench_fp_mul` \
-         in the same run, **{:.1} G/s**{other_rates}.{madd_text} *Batch-affine*: the same resident MSM, same run, with \
-         the batch-affine bucket sums (`Accumulation::BatchAffine`), its time over the \
-         default's, its number of window *groups* (scratch within 6 GiB), the time with one \
-         group (all windows at once, where that differs), and its floor (G1: 6, G2: 15 \
-         multiplications per addition).\n\n\
-         | group | n | window (bits) | resident (ms) | streamed, pinned (ms) | streamed, pageable (ms) | floor (ms) | resident / floor | batch-affine (ms, ÷ resident) | groups | one group (ms) | batch-affine floor (ms) | sppark, same H200 (ms, our speed-up) | checked | device memory (MiB) |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n{table}\n{sweep_text}\
+         in the same run, **{:.1} G/s**{other_rates}.{madd_text} Batch-affine: its number of \
+         window *groups* (scratch within 6 GiB), the time with one group (all windows at once, \
+         where that differs), and its floor (G1: 6, G2: 15 multiplications per addition).\n\n\
+         | group | n | window (bits) | bucket sums | resident (ms) | resident / floor | streamed, pinned (ms) | streamed, pageable (ms) | XYZZ (ms) | XYZZ floor (ms) | batch-affine (ms) | groups | one group (ms) | batch-affine floor (ms) | sppark, same H200 (ms, our speed-up) | checked | device memory (MiB) |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n{table}\n{sweep_text}\
          Stages (CUDA events between stages, summed over chunks and groups, ms): `digits` \
          signed digits and bucket counts, `scan` prefix sum, `scatter` counting sort; XYZZ: \
          `accumulate` the bucket sums' first level (the mixed additions), `merge` the later \
@@ -293,7 +313,7 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
          statistics, downloaded), `invert` the batch inversion tree, `sums` the affine \
          additions, `buckets` each bucket's last value into its XYZZ bucket; `reduce` the bucket \
          reduction on the device, `host` the rest on the host.\n\n\
-         | group | n | stages, default (XYZZ) | stages, batch-affine |\n|---|---|---|---|\n{stages}",
+         | group | n | stages, XYZZ | stages, batch-affine |\n|---|---|---|---|\n{stages}",
         rate / 1e9
     );
     println!("{body}");

@@ -10,7 +10,8 @@
 //!
 //! Arguments: `--min 20 --max 26 --g2-max 24 --reps 5 --check-max 22 --out FILE.json`
 //! (`--g1-max` bounds G1 as `--g2-max` does G2; `--no-streamed` skips the streamed runs,
-//! `--no-affine` the batch-affine ones; `--scatter-region BYTES` sets the sorted entries one
+//! `--no-affine` the resident runs with the bucket sums the default plan does not use (the
+//! default plan has batch-affine sums for G1 from 2^20 points, XYZZ otherwise); `--scatter-region BYTES` sets the sorted entries one
 //! scatter launch may write, 0 for no limit, instead of the device's L2; `--window-bits C`
 //! replaces the planner's window width; `--window-sweep` also times the resident MSM with the
 //! windows from two below to one above the plan's; `--streamed-chunk N` and
@@ -149,9 +150,16 @@ struct Row {
     window_bits: u32,
     /// Batch-affine groups of windows of the default plan.
     affine_groups: u32,
+    /// The default plan's bucket sums.
+    accumulation: Accumulation,
     resident_ms: f64,
+    /// The same resident MSM with XYZZ bucket sums, same run (the resident time when those are
+    /// the default's).
+    xyzz_ms: Option<f64>,
+    /// Stages of a profiled XYZZ run.
+    xyzz_stages: Vec<(&'static str, f64)>,
     /// The same resident MSM with batch-affine bucket sums (windows in groups of the default
-    /// scratch), same run.
+    /// scratch), same run (the resident time when those are the default's).
     affine_ms: Option<f64>,
     /// Batch-affine with scratch for all windows at once, when that differs.
     wide_ms: Option<f64>,
@@ -167,6 +175,7 @@ struct Row {
     chunked_ms: Option<f64>,
     /// (window bits, resident ms) of the window sweep.
     window_sweep: Vec<(u32, f64)>,
+    /// The floor of the XYZZ additions (10 multiplications each in G1).
     floor_ms: f64,
     /// The floor of the batch-affine additions (about 6 multiplications each in G1).
     affine_floor_ms: f64,
@@ -214,7 +223,8 @@ fn bench_group<C: GpuCurve>(
         let mut plan = gpu.plan(n, C::GROUP);
         if let Some(c) = args.window_bits {
             plan = MsmPlan::with_window_bits(n, C::GROUP, plan.sm_count, c, DEFAULT_RESIDENT_CHUNK)
-                .with_scatter_region(plan.scatter_region);
+                .with_scatter_region(plan.scatter_region)
+                .with_accumulation(plan.accumulation);
         }
         if let Some(region) = args.scatter_region {
             plan = plan.with_scatter_region(region);
@@ -265,19 +275,28 @@ fn bench_group<C: GpuCurve>(
                 on_device(p);
             })
         };
+        let xyzz = plan.clone().with_accumulation(Accumulation::Xyzz);
         let affine = plan.clone().with_accumulation(Accumulation::BatchAffine);
-        let (affine_ms, wide_ms, affine_stages) = if args.affine {
-            let affine_ms = time_plan(&affine);
-            let wide = affine.clone().with_affine_scratch(usize::MAX);
-            let wide_ms = (wide.affine_group_windows != affine.affine_group_windows)
-                .then(|| time_plan(&wide));
-            let (_, affine_stages) = profile(&affine);
-            (Some(affine_ms), wide_ms, affine_stages)
-        } else {
-            (None, None, Vec::new())
-        };
         let (profiled, stages) = profile(&plan);
         assert_eq!(profiled, result);
+        // Each kind of bucket sums: its time (the default's is the resident time) and stages;
+        // with `--no-affine`, only the default's.
+        let sums = |p: &MsmPlan| {
+            if p.accumulation == plan.accumulation {
+                (Some(resident_ms), stages.clone())
+            } else if args.affine {
+                (Some(time_plan(p)), profile(p).1)
+            } else {
+                (None, Vec::new())
+            }
+        };
+        let (xyzz_ms, xyzz_stages) = sums(&xyzz);
+        let (affine_ms, affine_stages) = sums(&affine);
+        // Batch-affine with scratch for all windows at once, where that makes fewer groups.
+        let wide = affine.clone().with_affine_scratch(usize::MAX);
+        let wide_ms = (affine_ms.is_some()
+            && wide.affine_group_windows != affine.affine_group_windows)
+            .then(|| time_plan(&wide));
         // The streamed plan's chunking with the inputs resident: what the chunks cost apart
         // from the copies.
         let mut splan = gpu.streamed_plan(n, C::GROUP);
@@ -305,7 +324,8 @@ fn bench_group<C: GpuCurve>(
                         c,
                         DEFAULT_RESIDENT_CHUNK,
                     )
-                    .with_scatter_region(plan.scatter_region);
+                    .with_scatter_region(plan.scatter_region)
+                    .with_accumulation(plan.accumulation);
                     (c, time_plan(&p))
                 })
                 .collect()
@@ -344,14 +364,17 @@ fn bench_group<C: GpuCurve>(
         } else {
             (None, Vec::new())
         };
-        let floor_ms = plan.field_multiplications() / fp_mul_rate * 1e3;
+        let floor_ms = xyzz.field_multiplications() / fp_mul_rate * 1e3;
         let affine_floor_ms = affine.field_multiplications() / fp_mul_rate * 1e3;
         let row = Row {
             group: name,
             log_n,
             window_bits: plan.window_bits,
             affine_groups: affine.affine_groups(),
+            accumulation: plan.accumulation,
             resident_ms,
+            xyzz_ms,
+            xyzz_stages,
             affine_ms,
             wide_ms,
             affine_stages,
@@ -367,8 +390,10 @@ fn bench_group<C: GpuCurve>(
             device_mib: plan.device_bytes() as f64 / (1 << 20) as f64,
         };
         eprintln!(
-            "{name} 2^{log_n}: resident {:.2} ms (batch-affine {}, one group {}), streamed pinned {}, pageable {}, resident in the streamed chunks {} (c = {}, {} chunks), floor {:.2} ms, c = {}, window sweep [{}], stages {}; batch-affine stages {}; streamed (pinned) stages {}",
+            "{name} 2^{log_n}: resident {:.2} ms ({:?}; XYZZ {}, batch-affine {}, one group {}), streamed pinned {}, pageable {}, resident in the streamed chunks {} (c = {}, {} chunks), XYZZ floor {:.2} ms, c = {}, window sweep [{}], stages {}; XYZZ stages {}; batch-affine stages {}; streamed (pinned) stages {}",
             row.resident_ms,
+            row.accumulation,
+            row.xyzz_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
             row.affine_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
             row.wide_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
             row.pinned_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
@@ -380,6 +405,7 @@ fn bench_group<C: GpuCurve>(
             row.window_bits,
             sweep_text(&row.window_sweep),
             stages_text(&row.stages),
+            stages_text(&row.xyzz_stages),
             stages_text(&row.affine_stages),
             stages_text(&row.pinned_stages)
         );
@@ -473,22 +499,24 @@ fn main() {
         pinned_rate / 1e9,
         pageable_rate / 1e9
     );
-    println!("| group | n | window | groups | resident (ms) | batch-affine (ms) | one group (ms) | streamed, pinned (ms) | streamed, pageable (ms) | floor (ms) | resident / floor | checked | window sweep (ms) | stages, resident run (ms) |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| group | n | window | bucket sums | groups | resident (ms) | XYZZ (ms) | batch-affine (ms) | one group (ms) | streamed, pinned (ms) | streamed, pageable (ms) | XYZZ floor (ms) | XYZZ / floor | checked | window sweep (ms) | stages, resident run (ms) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
         println!(
-            "| {} | 2^{} | {} | {} | {:.2} | {} | {} | {} | {} | {:.2} | {:.2} | {} | {} | {} |",
+            "| {} | 2^{} | {} | {:?} | {} | {:.2} | {} | {} | {} | {} | {} | {:.2} | {} | {} | {} | {} |",
             r.group,
             r.log_n,
             r.window_bits,
+            r.accumulation,
             r.affine_groups,
             r.resident_ms,
+            r.xyzz_ms.map_or("-".into(), |v| format!("{v:.2}")),
             r.affine_ms.map_or("-".into(), |v| format!("{v:.2}")),
             r.wide_ms.map_or("-".into(), |v| format!("{v:.2}")),
             r.pinned_ms.map_or("-".into(), |v| format!("{v:.2}")),
             r.streamed_ms.map_or("-".into(), |v| format!("{v:.2}")),
             r.floor_ms,
-            r.resident_ms / r.floor_ms,
+            r.xyzz_ms.map_or("-".into(), |v| format!("{:.2}", v / r.floor_ms)),
             if r.checked { "blst" } else { "-" },
             sweep_text(&r.window_sweep),
             stages_text(&r.stages)
@@ -528,12 +556,17 @@ fn main() {
                     .join(", ")
             };
             json.push_str(&format!(
-                "    {{\"group\": \"{}\", \"log_n\": {}, \"window_bits\": {}, \"affine_groups\": {}, \"resident_ms\": {:.4}, \"affine_ms\": {}, \"wide_ms\": {}, \"streamed_ms\": {}, \"pinned_ms\": {}, \"chunked_ms\": {}, \"window_sweep\": [{}], \"floor_ms\": {:.4}, \"affine_floor_ms\": {:.4}, \"checked\": {}, \"device_mib\": {:.1}, \"stages\": [{}], \"affine_stages\": [{}], \"pinned_stages\": [{}]}}{}\n",
+                "    {{\"group\": \"{}\", \"log_n\": {}, \"window_bits\": {}, \"affine_groups\": {}, \"accumulation\": \"{}\", \"resident_ms\": {:.4}, \"xyzz_ms\": {}, \"affine_ms\": {}, \"wide_ms\": {}, \"streamed_ms\": {}, \"pinned_ms\": {}, \"chunked_ms\": {}, \"window_sweep\": [{}], \"floor_ms\": {:.4}, \"affine_floor_ms\": {:.4}, \"checked\": {}, \"device_mib\": {:.1}, \"stages\": [{}], \"xyzz_stages\": [{}], \"affine_stages\": [{}], \"pinned_stages\": [{}]}}{}\n",
                 r.group,
                 r.log_n,
                 r.window_bits,
                 r.affine_groups,
+                match r.accumulation {
+                    Accumulation::Xyzz => "xyzz",
+                    Accumulation::BatchAffine => "batch-affine",
+                },
                 r.resident_ms,
+                r.xyzz_ms.map_or("null".into(), |v| format!("{v:.4}")),
                 r.affine_ms.map_or("null".into(), |v| format!("{v:.4}")),
                 r.wide_ms.map_or("null".into(), |v| format!("{v:.4}")),
                 r.streamed_ms.map_or("null".into(), |v| format!("{v:.4}")),
@@ -549,6 +582,7 @@ fn main() {
                 r.checked,
                 r.device_mib,
                 stages_json(&r.stages),
+                stages_json(&r.xyzz_stages),
                 stages_json(&r.affine_stages),
                 stages_json(&r.pinned_stages),
                 if i + 1 < rows.len() { "," } else { "" }

@@ -169,14 +169,29 @@ pub(crate) const TREE_TOP: usize = 8;
 pub enum Accumulation {
     /// Mixed XYZZ additions, one thread per equal segment of the sorted entries, partial sums
     /// merged level by level (`msm_accumulate`, `msm_merge`): 10 Fp multiplications per
-    /// addition in G1, no inversion. The default: the faster of the two on the H200 today
-    /// (docs/benchmarks.md).
+    /// addition in G1, no inversion, little scratch. The default for G2, for G1 below 2^20
+    /// points, and for streamed plans.
     Xyzz,
     /// Affine additions in rounds that halve every bucket's list, the inversions of a round
     /// shared by one batch inversion (kernels/msm/affine.cuh): about 6.4 Fp multiplications per
-    /// addition in G1, but more memory traffic, chains of dependent loads and latency-bound
-    /// inversion trees; measured 1.2–1.5× slower than `Xyzz` (docs/benchmarks.md).
+    /// addition in G1, but more memory traffic, a latency-bound inversion tree per round, and
+    /// up to [`DEFAULT_AFFINE_SCRATCH`] of scratch. The default for resident G1 MSMs of 2^20
+    /// points and more, where the H200 measured it 5–11% faster than `Xyzz`; in G2, with
+    /// twice the scratch per entry and so more groups of windows, it was 5–15% slower
+    /// (docs/benchmarks.md).
     BatchAffine,
+}
+
+impl Accumulation {
+    /// The bucket sums of [`MsmPlan::new`] (bases and scalars on the device), by the H200's
+    /// measurements from 2^20 to 2^26 points (docs/benchmarks.md): batch-affine for G1 from
+    /// 2^20 points, XYZZ otherwise (smaller MSMs were not measured).
+    pub fn resident_default(group: Group, n_points: usize) -> Self {
+        match group {
+            Group::G1 if n_points >= 1 << 20 => Accumulation::BatchAffine,
+            _ => Accumulation::Xyzz,
+        }
+    }
 }
 
 /// The number of windows of `c` bits that hold a scalar of at most 254 bits plus the carry of
@@ -297,6 +312,7 @@ impl MsmPlan {
     /// and scalars on the device: chunks of at most [`DEFAULT_RESIDENT_CHUNK`] points.
     pub fn new(n_points: usize, group: Group, sm_count: u32) -> Self {
         Self::for_chunks(n_points, group, sm_count, DEFAULT_RESIDENT_CHUNK)
+            .with_accumulation(Accumulation::resident_default(group, n_points))
     }
 
     /// The plan for `n_points` points in chunks of at most `max_chunk`, its window width chosen
@@ -917,13 +933,19 @@ mod tests {
         for group in [Group::G1, Group::G2] {
             for log_n in [16, 20, 24, 26] {
                 let plan = MsmPlan::new(1 << log_n, group, 132);
-                assert_eq!(plan.accumulation, Accumulation::Xyzz);
+                let want = if group == Group::G1 && log_n >= 20 {
+                    Accumulation::BatchAffine
+                } else {
+                    Accumulation::Xyzz
+                };
+                assert_eq!(plan.accumulation, want);
+                let xyzz = plan.clone().with_accumulation(Accumulation::Xyzz);
                 let affine = plan.clone().with_accumulation(Accumulation::BatchAffine);
                 let scratch = affine.affine_scratch(affine.affine_group_windows).total();
                 assert!(scratch <= DEFAULT_AFFINE_SCRATCH || affine.affine_group_windows == 1);
                 assert!(affine.affine_groups() * affine.affine_group_windows >= affine.n_windows);
                 // Each strategy states its own scratch.
-                assert!(affine.device_bytes() != plan.device_bytes());
+                assert!(affine.device_bytes() != xyzz.device_bytes());
             }
         }
         let plan = MsmPlan::new(1 << 20, Group::G1, 132);
