@@ -18,9 +18,8 @@
 // base_{L+1}(κ) ≥ count_{L+1}(κ), because base_L(κ + 1) − base_L(κ) ≥ count_L(κ)) and shrinks
 // the arrays: size_{L+1} ≤ ⌊(size_L + n_keys) / 2⌋. No prefix sums are needed: each round
 // writes the key of every slot it fills (key + 1; zero marks a gap), and level 0's keys are in
-// the sorted entries. After
-// ⌈log2(max count_0)⌉ rounds every key has at most one value, which msm_affine_buckets adds into
-// its XYZZ bucket (or writes there, for the chunk that finds the buckets empty).
+// the sorted entries. After enough rounds every key has at most AFFINE_TAIL values
+// (crates/msm/src/gpu/affine.rs), which msm_affine_buckets adds into its XYZZ bucket.
 //
 // One round (level L → L + 1):
 // 0. msm_affine_slots: one thread per input value writes the key of its pair's output slot
@@ -72,19 +71,24 @@ FR_HD msm_level_pos msm_level_of(const uint32_t* offsets, uint32_t k0, uint32_t 
 // at offsets), so each point is 16-byte aligned. Element-wise, ptxas
 // issued one 4-byte load per limb, and the loads queued up behind each other (ncu: a third of
 // msm_affine_pairs' stalls were a full load/store queue).
-template <class F>
-FR_HD affine_t<F> msm_load_affine(const affine_t<F>* p) {
-    static_assert(sizeof(affine_t<F>) % 16 == 0, "points are whole 16-byte words");
+template <class T>
+FR_HD T msm_load_words(const T* p) {
+    static_assert(sizeof(T) % 16 == 0, "points are whole 16-byte words");
 #if defined(__CUDA_ARCH__)
-    affine_t<F> r;
+    T r;
     const uint4* src = reinterpret_cast<const uint4*>(p);
     uint4* dst = reinterpret_cast<uint4*>(&r);
 #pragma unroll
-    for (int i = 0; i < (int)(sizeof(affine_t<F>) / 16); i++) dst[i] = src[i];
+    for (int i = 0; i < (int)(sizeof(T) / 16); i++) dst[i] = src[i];
     return r;
 #else
     return *p;
 #endif
+}
+
+template <class F>
+FR_HD affine_t<F> msm_load_affine(const affine_t<F>* p) {
+    return msm_load_words(p);
 }
 
 // Stores a point (affine or XYZZ) as 16-byte words, for the same reason.
@@ -461,9 +465,10 @@ __device__ __forceinline__ void msm_inv_top(F* inv, const F* vals, uint32_t n, u
     msm_soa_store(inv, cap, 0, acc);
 }
 
-// After the last round: thread κ adds key κ's one value (if any) at `level` into its bucket, or,
-// when `fresh` (the chunk is the MSM's first, so every bucket is still infinity), writes it
-// there as (x, y, 1, 1) without reading the bucket.
+// After the last round: thread κ adds key κ's values at `level` (at most a few: the host stops
+// the rounds at AFFINE_TAIL values per key) into its bucket with mixed XYZZ additions. When
+// `fresh` (the chunk is the MSM's first, so every bucket is still infinity), the bucket is not
+// read: the sum starts from infinity, so a lone value is written as (x, y, 1, 1).
 template <class F>
 __device__ __forceinline__ void msm_affine_buckets(xyzz_t<F>* buckets, const uint32_t* offsets, uint32_t k0,
                                                    uint32_t n_keys, uint32_t level, const uint64_t* sorted,
@@ -474,14 +479,9 @@ __device__ __forceinline__ void msm_affine_buckets(xyzz_t<F>* buckets, const uin
     uint32_t e0 = offsets[k0];
     msm_level_pos pos = msm_level_of(offsets, k0, e0, kappa, level);
     if (pos.count == 0) return;
-    affine_t<F> p = msm_level_value<F>(level, pos.base, sorted, e0, bases, base_offset, pts);
-    if (p.is_inf()) return;
-    xyzz_t<F> b;
-    if (fresh) {
-        b = xyzz_t<F>{p.x, p.y, F::one(), F::one()};
-    } else {
-        b = buckets[k0 + kappa];
-        xyzz_add_affine(b, p);
+    xyzz_t<F> b = fresh ? xyzz_t<F>::inf() : msm_load_words(&buckets[k0 + kappa]);
+    for (uint32_t j = 0; j < pos.count; j++) {
+        xyzz_add_affine(b, msm_level_value<F>(level, pos.base + j, sorted, e0, bases, base_offset, pts));
     }
     msm_store_words(&buckets[k0 + kappa], b);
 }
