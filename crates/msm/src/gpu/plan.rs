@@ -176,9 +176,9 @@ pub enum Accumulation {
     /// shared by one batch inversion (kernels/msm/affine.cuh): about 6.4 Fp multiplications per
     /// addition in G1, but more memory traffic, a latency-bound inversion tree per round, and
     /// up to [`DEFAULT_AFFINE_SCRATCH`] of scratch. The default for resident G1 MSMs of 2^20
-    /// points and more, where the H200 measured it 5–11% faster than `Xyzz`; in G2, with
-    /// twice the scratch per entry and so more groups of windows, it was 5–15% slower
-    /// (docs/benchmarks.md).
+    /// points and more, where the H200 measured it 8–15% faster than `Xyzz`; in G2, with
+    /// twice the scratch per entry and so more groups of windows, it was 2–11% slower from
+    /// 2^21 points (docs/benchmarks.md).
     BatchAffine,
 }
 
