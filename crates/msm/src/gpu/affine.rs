@@ -1,11 +1,12 @@
 //! Batch-affine bucket sums: launch wrappers of kernels/msm/affine.cuh (one per kernel, same
 //! name) and the rounds that run them, for any [`Exec`] and for G1 and G2.
 //!
-//! After a chunk's counting sort, each group of windows runs `⌈log2(largest bucket)⌉` rounds;
-//! a round pairs up every bucket's values and adds each pair in affine coordinates, the
-//! round's inversions shared by one batch inversion (a tree of Montgomery's trick with one
-//! inversion at the top). The last value of each bucket is then added into its XYZZ bucket
-//! (written there, for the MSM's first chunk), which the reduction reads as before.
+//! After a chunk's counting sort, each group of windows runs rounds until no bucket holds more
+//! than [`AFFINE_TAIL`] values ([`rounds_for`]); a round pairs up every bucket's values and adds
+//! each pair in affine coordinates, the round's inversions shared by one batch inversion (a tree
+//! of Montgomery's trick with one inversion at the top). Each bucket's remaining values are then
+//! added into its XYZZ bucket (which the MSM's first chunk does not read: it is still
+//! infinity), and the reduction reads those as before.
 
 use super::curve::{kernels_of, GpuCurve};
 use super::exec::{blocks, u32_arg, Arg, Exec};
@@ -77,8 +78,8 @@ pub(crate) struct SortedChunk<'a, B> {
 }
 
 /// Adds the chunk's sorted entries into `buckets`, group of windows by group, by batch-affine
-/// rounds. `fresh`: every bucket is still infinity (the MSM's first chunk), so the rounds'
-/// results are written into them rather than added.
+/// rounds. `fresh`: every bucket is still infinity (the MSM's first chunk), so the buckets are
+/// written without being read.
 pub(crate) fn accumulate<E: Exec, C: GpuCurve>(
     exec: &E,
     plan: &MsmPlan,
