@@ -21,7 +21,10 @@
 //! bucket's points with mixed additions into XYZZ buckets. The sums run over the sorted list in
 //! equal segments per thread, so a bucket that many points fall into (a repeated scalar) costs no
 //! more than any other and no two threads ever add into the same bucket; runs that cross a
-//! segment's edge are passed on as partial sums and merged the same way. After the last chunk
+//! segment's edge are passed on as partial sums and merged the same way. Resident G1 MSMs of
+//! 2^20 points and more sum the buckets the other way ([`Accumulation::BatchAffine`], measured
+//! faster there): rounds of affine additions that halve each bucket's list, every round's
+//! inversions shared by one batch inversion. After the last chunk
 //! the buckets of each window are reduced to `Σ k·B_k` by running sums over segments, level by
 //! level, and the host adds up the last few sums and combines the windows. `kernels/msm/msm.cu`
 //! states each kernel's work and memory traffic.
