@@ -30,14 +30,25 @@ const SPPARK_H200: &[(&str, u64, f64)] = &[
     ("G2", 22, 138.0),
 ];
 
+/// The files of `--from FILE` arguments; with any `--from`, every argument must be one of them
+/// (a second file without its own `--from` was once read as nothing at all).
+fn from_files(args: &[String]) -> anyhow::Result<Vec<&str>> {
+    if !args.iter().any(|a| a == "--from") {
+        return Ok(Vec::new());
+    }
+    let mut files = Vec::new();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        if arg != "--from" {
+            bail!("with --from, every argument is `--from FILE` (each file its own); got `{arg}`");
+        }
+        files.push(rest.next().context("--from needs a JSON file")?.as_str());
+    }
+    Ok(files)
+}
+
 pub fn run(sh: &Shell, args: &[String]) -> anyhow::Result<()> {
-    let from: Vec<&str> = args
-        .iter()
-        .enumerate()
-        .filter(|(_, a)| *a == "--from")
-        .map(|(i, _)| args.get(i + 1).map(String::as_str))
-        .collect::<Option<_>>()
-        .context("--from needs a JSON file")?;
+    let from = from_files(args)?;
     if !from.is_empty() {
         let runs = from
             .iter()
@@ -324,7 +335,20 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
 mod tests {
     use serde_json::json;
 
-    use super::merge_runs;
+    use super::{from_files, merge_runs};
+
+    #[test]
+    fn from_takes_one_file_per_flag_and_nothing_else() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(from_files(&args(&["--min", "20"])).unwrap().is_empty());
+        assert_eq!(
+            from_files(&args(&["--from", "a.json", "--from", "b.json"])).unwrap(),
+            vec!["a.json", "b.json"]
+        );
+        assert!(from_files(&args(&["--from", "a.json", "b.json"])).is_err());
+        assert!(from_files(&args(&["--from"])).is_err());
+        assert!(from_files(&args(&["--reps", "3", "--from", "a.json"])).is_err());
+    }
 
     #[test]
     fn runs_merge_by_group_and_size() {
