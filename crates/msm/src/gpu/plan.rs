@@ -159,8 +159,9 @@ pub(crate) const SCAN_TILE: usize = 2048;
 /// MSM_AFFINE_PER).
 pub(crate) const AFFINE_PER: usize = 8;
 /// Elements per thread of the batch inversion tree, and the most the top thread inverts. Short
-/// groups: the tree is bound by the latency of its chains of dependent multiplications (about
-/// 1.8 µs per Fp multiplication in one thread on the H200), not by their number.
+/// groups: past its first levels the tree is bound by latency (on the H200, a small level's
+/// launch takes 7–9 µs and the top about 84 µs in G1, `ncu`, session 9), not by its
+/// multiplications; groups of 16 measured slower (docs/benchmarks.md).
 pub(crate) const TREE_PER: usize = 4;
 pub(crate) const TREE_TOP: usize = 8;
 
