@@ -176,19 +176,9 @@ FR_HD affine_t<F> msm_level_value(uint32_t level, uint32_t idx, const uint64_t* 
 template <class F>
 FR_HD F msm_level_x(uint32_t level, uint32_t idx, const uint64_t* sorted, uint32_t e0, const affine_t<F>* bases,
                     uint64_t base_offset, const affine_t<F>* pts) {
-    static_assert(sizeof(F) % 16 == 0, "coordinates are whole 16-byte words");
     const affine_t<F>* p =
         level == 0 ? &bases[base_offset + ((uint32_t)sorted[e0 + idx] & MSM_KEY_MASK)] : &pts[idx];
-#if defined(__CUDA_ARCH__)
-    F x;
-    const uint4* src = reinterpret_cast<const uint4*>(&p->x);
-    uint4* dst = reinterpret_cast<uint4*>(&x);
-#pragma unroll
-    for (int i = 0; i < (int)(sizeof(F) / 16); i++) dst[i] = src[i];
-    return x;
-#else
-    return p->x;
-#endif
+    return msm_load_words(&p->x);
 }
 
 // The inputs of output slot j of key κ: values 2j and 2j + 1 (when it exists) of the input level.
