@@ -39,8 +39,16 @@ FR_HD fp2_t fp2_cneg(const fp2_t& a, bool negate) { return negate ? fp2_neg(a) :
 // mixed additions per second than with three Montgomery multiplications (standalone probe, one
 // block of 256 threads per SM), 2.5 to 3% less G2 MSM time. Writing the point formulas'
 // a·b − c·d as one such combination (four reductions fewer) measured slower: its six live
-// double-width values spill.
-FP2_CALLED fp2_t fp2_mul(const fp2_t& a, const fp2_t& b) {
+// double-width values spill. So did four products with two fused reductions ((a0·b0 − a1·b1)
+// and (a0·b1 + a1·b0), each one Montgomery row loop: fewer registers, 19% more products): G2
+// XYZZ MSM 9% slower, batch-affine sums no faster (docs/benchmarks.md, session 10).
+//
+// The operands are taken by value: the call then passes them in registers. By reference, each
+// call stored both operands to the caller's stack and the callee read them back limb by limb
+// (SASS: STL.64 / LDL); with a dozen warps per SM those frames overflow the L1 and the traffic
+// reached DRAM (ncu, G2 batch-affine sums at 2^22: 25 GB of local loads and stores against 6 GB
+// of global ones). By value, the G2 batch-affine sums ran 12% faster (2^24: 211 → 185 ms).
+FP2_CALLED fp2_t fp2_mul(const fp2_t a, const fp2_t b) {
     fp_wide_t re = fp_mul_wide(a.c0, b.c0);
     fp_wide_t re_neg = fp_mul_wide(a.c1, b.c1);
     fp_wide_t im = fp_mul_wide(fp_detail::int_add(a.c0, a.c1), fp_detail::int_add(b.c0, b.c1));

@@ -346,8 +346,34 @@ __device__ __forceinline__ void msm_affine_pairs(msm_round_scratch_t<F> scratch,
     msm_soa_store(scratch.totals, scratch.totals_cap, t, q);
 }
 
+// Where value `idx` of level `level` lies: its point and whether its y is to be negated (a
+// sorted entry's sign at level 0).
+template <class F>
+struct msm_value_ref {
+    const affine_t<F>* p;
+    bool neg;
+};
+
+template <class F>
+FR_HD msm_value_ref<F> msm_level_ref(uint32_t level, uint32_t idx, const uint64_t* sorted, uint32_t e0,
+                                     const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts) {
+    if (level == 0) {
+        uint32_t ref = (uint32_t)sorted[e0 + idx];
+        return msm_value_ref<F>{&bases[base_offset + (ref & MSM_KEY_MASK)], (ref & MSM_SIGN) != 0};
+    }
+    return msm_value_ref<F>{&pts[idx], false};
+}
+
+template <class F>
+FR_HD F msm_ref_y(const msm_value_ref<F>& r) {
+    return f_cneg(msm_load_words(&r.p->y), r.neg);
+}
+
 // Round step 3 (see the header): the slots of msm_affine_pairs' thread t, from the last back,
 // given the inverse of that thread's product of denominators (inv_totals, laid out as totals).
+// Few values stay live across the (called, for G2) multiplications: the coordinates are read
+// again where they are needed rather than held, since registers, not loads, bound this kernel
+// (ncu, G2 2^22: the whole pair held, 255 registers, 8 warps per SM, issue slots 28% busy).
 template <class F>
 __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_scratch_t<F> scratch,
                                                 const F* inv_totals, const uint32_t* keys_out,
@@ -363,33 +389,53 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_
     for (uint32_t k = per; k-- > 0;) {
         uint64_t s = (uint64_t)k * n_threads + t;
         if (s >= n_out) continue;
-        msm_pair_t<F> p;
-        if (!msm_round_pair(p, (uint32_t)s, keys_out, offsets, k0, e0, level_in, sorted, bases, base_offset,
-                            pts_in)) {
+        msm_slot_t slot = msm_slot_of((uint32_t)s, keys_out, offsets, k0, e0, level_in);
+        if (!slot.valid) continue;
+        uint32_t ia = slot.in.base + 2 * slot.j;
+        msm_value_ref<F> ra = msm_level_ref<F>(level_in, ia, sorted, e0, bases, base_offset, pts_in);
+        if (2 * slot.j + 1 >= slot.in.count) {
+            // A lone value moves up as it is.
+            affine_t<F> r = msm_load_affine(ra.p);
+            r.y = f_cneg(r.y, ra.neg);
+            msm_store_affine(&pts_out[s], r);
             continue;
         }
-        affine_t<F> r;
-        if (msm_needs_inverse(p.kind)) {
-            F d_inv = f_mul(inv, msm_soa_load(scratch.prefix, scratch.prefix_cap, s));
-            inv = f_mul(inv, p.d);
-            F num;
-            if (p.kind == MSM_PAIR_ADD) {
-                num = f_sub(p.b.y, p.a.y);
+        msm_value_ref<F> rb = msm_level_ref<F>(level_in, ia + 1, sorted, e0, bases, base_offset, pts_in);
+        // The denominator d and numerator of λ: from the x coordinates in the common case (as
+        // msm_affine_pairs decided it), else from the classified pair.
+        F d, num;
+        {
+            F xa = msm_load_words(&ra.p->x);
+            F xb = msm_load_words(&rb.p->x);
+            if (!xa.is_zero() && !xb.is_zero() && !f_eq(xa, xb)) {
+                d = f_sub(xb, xa);
+                num = f_sub(msm_ref_y(rb), msm_ref_y(ra));
             } else {
-                F x2 = f_sqr(p.a.x);
-                num = f_add(f_dbl(x2), x2);
+                msm_pair_t<F> p;
+                p.a = affine_t<F>{xa, msm_ref_y(ra)};
+                p.b = affine_t<F>{xb, msm_ref_y(rb)};
+                msm_classify(p, true);
+                if (!msm_needs_inverse(p.kind)) {
+                    affine_t<F> r = p.kind == MSM_PAIR_A ? p.a : p.kind == MSM_PAIR_B ? p.b : affine_t<F>{F::zero(), F::zero()};
+                    msm_store_affine(&pts_out[s], r);
+                    continue;
+                }
+                d = p.d;
+                if (p.kind == MSM_PAIR_ADD) {
+                    num = f_sub(p.b.y, p.a.y);
+                } else {
+                    F x2 = f_sqr(p.a.x);
+                    num = f_add(f_dbl(x2), x2);
+                }
             }
-            F lambda = f_mul(num, d_inv);
-            r.x = f_sub(f_sub(f_sqr(lambda), p.a.x), p.b.x);
-            r.y = f_sub(f_mul(lambda, f_sub(p.a.x, r.x)), p.a.y);
-        } else if (p.kind == MSM_PAIR_A) {
-            r = p.a;
-        } else if (p.kind == MSM_PAIR_B) {
-            r = p.b;
-        } else {
-            r.x = F::zero();
-            r.y = F::zero();
         }
+        F lambda = f_mul(num, f_mul(inv, msm_soa_load(scratch.prefix, scratch.prefix_cap, s)));
+        inv = f_mul(inv, d);
+        // x = λ² − x_a − x_b, y = λ(x_a − x) − y_a (x_b = x_a when doubling).
+        F xa = msm_load_words(&ra.p->x);
+        affine_t<F> r;
+        r.x = f_sub(f_sub(f_sqr(lambda), xa), msm_load_words(&rb.p->x));
+        r.y = f_sub(f_mul(lambda, f_sub(xa, r.x)), msm_ref_y(ra));
         msm_store_affine(&pts_out[s], r);
     }
 }
@@ -485,8 +531,8 @@ extern "C" __global__ void msm_affine_stats(uint32_t* out, const uint32_t* offse
     if (kappa == 0) out[1] = offsets[k0 + n_keys] - offsets[k0];
 }
 
-#define MSM_AFFINE_KERNELS(G, F)                                                                            \
-    extern "C" __global__ void msm_affine_pairs_##G(                                                        \
+#define MSM_AFFINE_KERNELS(G, F, SUMS_BOUNDS, PAIRS_BOUNDS)                                                 \
+    extern "C" __global__ void PAIRS_BOUNDS msm_affine_pairs_##G(                                           \
         F* prefix, F* totals, const uint32_t* keys_out, const uint32_t* offsets, uint32_t k0,              \
         uint32_t level_in, const uint64_t* sorted, const affine_t<F>* bases, uint64_t base_offset,         \
         const affine_t<F>* pts_in, uint32_t n_out, uint32_t per, uint32_t n_threads, uint32_t prefix_cap,  \
@@ -495,7 +541,7 @@ extern "C" __global__ void msm_affine_stats(uint32_t* out, const uint32_t* offse
                             offsets, k0, level_in, sorted, bases, base_offset, pts_in, n_out, per,         \
                             n_threads);                                                                    \
     }                                                                                                      \
-    extern "C" __global__ void msm_affine_sums_##G(                                                         \
+    extern "C" __global__ void SUMS_BOUNDS msm_affine_sums_##G(                                             \
         affine_t<F>* pts_out, F* prefix, const F* inv_totals, const uint32_t* keys_out,                    \
         const uint32_t* offsets, uint32_t k0, uint32_t level_in, const uint64_t* sorted,                   \
         const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts_in, uint32_t n_out,         \

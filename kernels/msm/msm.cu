@@ -517,5 +517,9 @@ MSM_GROUP_KERNELS(g2, fp2_t)
 // The batch-affine alternative to steps 4 and 5 (accumulate and merge).
 #include "msm/affine.cuh"
 
-MSM_AFFINE_KERNELS(g1, fp_t)
-MSM_AFFINE_KERNELS(g2, fp2_t)
+// G1's round kernels need at most 128 registers unbounded (16 warps per SM). G2's pairs and
+// sums are held to three blocks of POINT_BLOCK per SM (168 registers; unbounded: 178 and 182,
+// 8 warps): on the H200, G2 2^24 pairs 54.1 → 50.8 ms, sums 191.1 → 184.7 ms. Four blocks
+// (128 registers) spill and ran the sums 32% slower (docs/benchmarks.md, session 10).
+MSM_AFFINE_KERNELS(g1, fp_t, , )
+MSM_AFFINE_KERNELS(g2, fp2_t, __launch_bounds__(128, 3), __launch_bounds__(128, 3))

@@ -21,7 +21,7 @@
 //! bucket's points with mixed additions into XYZZ buckets. The sums run over the sorted list in
 //! equal segments per thread, so a bucket that many points fall into (a repeated scalar) costs no
 //! more than any other and no two threads ever add into the same bucket; runs that cross a
-//! segment's edge are passed on as partial sums and merged the same way. Resident G1 MSMs of
+//! segment's edge are passed on as partial sums and merged the same way. Resident MSMs of
 //! 2^20 points and more sum the buckets the other way ([`Accumulation::BatchAffine`], measured
 //! faster there): rounds of affine additions that halve each bucket's list, every round's
 //! inversions shared by one batch inversion. After the last chunk

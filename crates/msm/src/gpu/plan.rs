@@ -170,27 +170,28 @@ pub(crate) const TREE_TOP: usize = 8;
 pub enum Accumulation {
     /// Mixed XYZZ additions, one thread per equal segment of the sorted entries, partial sums
     /// merged level by level (`msm_accumulate`, `msm_merge`): 10 Fp multiplications per
-    /// addition in G1, no inversion, little scratch. The default for G2, for G1 below 2^20
-    /// points, and for streamed plans.
+    /// addition in G1, no inversion, little scratch. The default below 2^20 points and for
+    /// streamed plans.
     Xyzz,
     /// Affine additions in rounds that halve every bucket's list, the inversions of a round
     /// shared by one batch inversion (kernels/msm/affine.cuh): about 6.4 Fp multiplications per
     /// addition in G1, but more memory traffic, a latency-bound inversion tree per round, and
-    /// up to [`DEFAULT_AFFINE_SCRATCH`] of scratch. The default for resident G1 MSMs of 2^20
-    /// points and more, where the H200 measured it 8–15% faster than `Xyzz`; in G2, with
-    /// twice the scratch per entry and so more groups of windows, it was 2–11% slower from
-    /// 2^21 points (docs/benchmarks.md).
+    /// up to [`DEFAULT_AFFINE_SCRATCH`] of scratch. The default for resident MSMs of 2^20
+    /// points and more in both groups, where the H200 measured it faster than `Xyzz` at every
+    /// size to 2^26 (docs/benchmarks.md: G1 since session 9; G2 since session 10, once its
+    /// round kernels stopped passing Fp2 operands through the stack).
     BatchAffine,
 }
 
 impl Accumulation {
     /// The bucket sums of [`MsmPlan::new`] (bases and scalars on the device), by the H200's
-    /// measurements from 2^20 to 2^26 points (docs/benchmarks.md): batch-affine for G1 from
-    /// 2^20 points, XYZZ otherwise (smaller MSMs were not measured).
-    pub fn resident_default(group: Group, n_points: usize) -> Self {
-        match group {
-            Group::G1 if n_points >= 1 << 20 => Accumulation::BatchAffine,
-            _ => Accumulation::Xyzz,
+    /// measurements from 2^20 to 2^26 points (docs/benchmarks.md): batch-affine from 2^20
+    /// points, XYZZ below (smaller MSMs were not measured).
+    pub fn resident_default(_group: Group, n_points: usize) -> Self {
+        if n_points >= 1 << 20 {
+            Accumulation::BatchAffine
+        } else {
+            Accumulation::Xyzz
         }
     }
 }
@@ -934,7 +935,7 @@ mod tests {
         for group in [Group::G1, Group::G2] {
             for log_n in [16, 20, 24, 26] {
                 let plan = MsmPlan::new(1 << log_n, group, 132);
-                let want = if group == Group::G1 && log_n >= 20 {
+                let want = if log_n >= 20 {
                     Accumulation::BatchAffine
                 } else {
                     Accumulation::Xyzz
