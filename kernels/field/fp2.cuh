@@ -46,8 +46,9 @@ FR_HD fp2_t fp2_cneg(const fp2_t& a, bool negate) { return negate ? fp2_neg(a) :
 // The operands are taken by value: the call then passes them in registers. By reference, each
 // call stored both operands to the caller's stack and the callee read them back limb by limb
 // (SASS: STL.64 / LDL); with a dozen warps per SM those frames overflow the L1 and the traffic
-// reached DRAM (ncu, G2 batch-affine sums at 2^22: 25 GB of local loads and stores against 6 GB
-// of global ones). By value, the G2 batch-affine sums ran 12% faster (2^24: 211 → 185 ms).
+// reached DRAM (ncu, G2 batch-affine sums at 2^22: 25 GB of local loads and stores beside 28 GB
+// of global ones, and 28 GB of DRAM traffic for about 10 GB of data). By value, the G2
+// batch-affine sums ran 12% faster (2^24: 211 → 185 ms).
 FP2_CALLED fp2_t fp2_mul(const fp2_t a, const fp2_t b) {
     fp_wide_t re = fp_mul_wide(a.c0, b.c0);
     fp_wide_t re_neg = fp_mul_wide(a.c1, b.c1);

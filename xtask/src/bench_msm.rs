@@ -300,9 +300,8 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
          scalars (Montgomery form); each size checked against blst's CPU MSM where marked. Times \
          are CUDA-event medians after a warm-up, from the first kernel to the result on the host \
          (the host's share of the reduction included). *Resident*: bases and scalars in device \
-         memory, the default plan, whose *bucket sums* are batch-affine for G1 from 2^20 points \
-         and mixed-XYZZ otherwise (`Accumulation::resident_default`), over the *floor* of those \
-         sums. *Streamed*: both in host memory, with XYZZ sums, \
+         memory, the default plan (*bucket sums*: the kind `Accumulation::resident_default` \
+         chose in that run), over the *floor* of those sums. *Streamed*: both in host memory, with XYZZ sums, \
          copied on a second stream in chunks of a quarter of the points (at least 2^22, at \
          most 2^25: `streamed_chunk_len`; the window chosen for that many chunks) while the \
          previous chunk computes: \

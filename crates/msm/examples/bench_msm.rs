@@ -11,7 +11,7 @@
 //! Arguments: `--min 20 --max 26 --g2-max 24 --reps 5 --check-max 22 --out FILE.json`
 //! (`--g1-max` bounds G1 as `--g2-max` does G2; `--no-streamed` skips the streamed runs,
 //! `--no-affine` the resident runs with the bucket sums the default plan does not use (the
-//! default plan has batch-affine sums for G1 from 2^20 points, XYZZ otherwise); `--scatter-region BYTES` sets the sorted entries one
+//! default plan has batch-affine sums from 2^20 points, XYZZ below); `--scatter-region BYTES` sets the sorted entries one
 //! scatter launch may write, 0 for no limit, instead of the device's L2; `--window-bits C`
 //! replaces the planner's window width; `--window-sweep` also times the resident MSM with the
 //! windows from two below to one above the plan's; `--streamed-chunk N` and
