@@ -157,8 +157,40 @@ FR_HD void msm_soa_store(F* arr, uint64_t cap, uint64_t i, const F& v) {
 #endif
 }
 
+// Where value `idx` of level `level` lies: its point and whether its y is to be negated (a
+// sorted entry's sign at level 0).
+template <class F>
+struct msm_value_ref {
+    const affine_t<F>* p;
+    bool neg;
+};
+
+template <class F>
+FR_HD msm_value_ref<F> msm_level_ref(uint32_t level, uint32_t idx, const uint64_t* sorted, uint32_t e0,
+                                     const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts) {
+    if (level == 0) {
+        uint32_t ref = (uint32_t)sorted[e0 + idx];
+        return msm_value_ref<F>{&bases[base_offset + (ref & MSM_KEY_MASK)], (ref & MSM_SIGN) != 0};
+    }
+    return msm_value_ref<F>{&pts[idx], false};
+}
+
+// The value's y, and the whole value, with its sign applied.
+template <class F>
+FR_HD F msm_ref_y(const msm_value_ref<F>& r) {
+    return f_cneg(msm_load_words(&r.p->y), r.neg);
+}
+
+template <class F>
+FR_HD affine_t<F> msm_ref_value(const msm_value_ref<F>& r) {
+    affine_t<F> p = msm_load_affine(r.p);
+    p.y = f_cneg(p.y, r.neg);
+    return p;
+}
+
 // Value `idx` of level `level`: a sorted entry's base point (sign applied) at level 0, else
-// pts[idx].
+// pts[idx]. (msm_level_ref's lookup, written out: msm_affine_pairs and msm_affine_buckets were
+// measured with this form, and routing them through msm_level_ref changes their code.)
 template <class F>
 FR_HD affine_t<F> msm_level_value(uint32_t level, uint32_t idx, const uint64_t* sorted, uint32_t e0,
                                   const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts) {
@@ -273,17 +305,6 @@ FR_HD msm_slot_t msm_slot_of(uint32_t s, const uint32_t* keys_out, const uint32_
     return slot;
 }
 
-// The pair of output slot s, loaded and classified; false for a gap.
-template <class F>
-FR_HD bool msm_round_pair(msm_pair_t<F>& p, uint32_t s, const uint32_t* keys_out, const uint32_t* offsets,
-                          uint32_t k0, uint32_t e0, uint32_t level_in, const uint64_t* sorted,
-                          const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts_in) {
-    msm_slot_t slot = msm_slot_of(s, keys_out, offsets, k0, e0, level_in);
-    if (!slot.valid) return false;
-    p = msm_load_pair<F>(level_in, slot.in, slot.j, sorted, e0, bases, base_offset, pts_in);
-    return true;
-}
-
 // Output slots per thread of the arithmetic kernels (the host's AFFINE_PER): msm_affine_pairs
 // locates all of a thread's slots before loading any point, so their lookups overlap.
 #define MSM_AFFINE_PER 8u
@@ -346,29 +367,6 @@ __device__ __forceinline__ void msm_affine_pairs(msm_round_scratch_t<F> scratch,
     msm_soa_store(scratch.totals, scratch.totals_cap, t, q);
 }
 
-// Where value `idx` of level `level` lies: its point and whether its y is to be negated (a
-// sorted entry's sign at level 0).
-template <class F>
-struct msm_value_ref {
-    const affine_t<F>* p;
-    bool neg;
-};
-
-template <class F>
-FR_HD msm_value_ref<F> msm_level_ref(uint32_t level, uint32_t idx, const uint64_t* sorted, uint32_t e0,
-                                     const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts) {
-    if (level == 0) {
-        uint32_t ref = (uint32_t)sorted[e0 + idx];
-        return msm_value_ref<F>{&bases[base_offset + (ref & MSM_KEY_MASK)], (ref & MSM_SIGN) != 0};
-    }
-    return msm_value_ref<F>{&pts[idx], false};
-}
-
-template <class F>
-FR_HD F msm_ref_y(const msm_value_ref<F>& r) {
-    return f_cneg(msm_load_words(&r.p->y), r.neg);
-}
-
 // Round step 3 (see the header): the slots of msm_affine_pairs' thread t, from the last back,
 // given the inverse of that thread's product of denominators (inv_totals, laid out as totals).
 // Few values stay live across the (called, for G2) multiplications: the coordinates are read
@@ -395,9 +393,7 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_
         msm_value_ref<F> ra = msm_level_ref<F>(level_in, ia, sorted, e0, bases, base_offset, pts_in);
         if (2 * slot.j + 1 >= slot.in.count) {
             // A lone value moves up as it is.
-            affine_t<F> r = msm_load_affine(ra.p);
-            r.y = f_cneg(r.y, ra.neg);
-            msm_store_affine(&pts_out[s], r);
+            msm_store_affine(&pts_out[s], msm_ref_value(ra));
             continue;
         }
         msm_value_ref<F> rb = msm_level_ref<F>(level_in, ia + 1, sorted, e0, bases, base_offset, pts_in);
@@ -416,7 +412,9 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_
                 p.b = affine_t<F>{xb, msm_ref_y(rb)};
                 msm_classify(p, true);
                 if (!msm_needs_inverse(p.kind)) {
-                    affine_t<F> r = p.kind == MSM_PAIR_A ? p.a : p.kind == MSM_PAIR_B ? p.b : affine_t<F>{F::zero(), F::zero()};
+                    affine_t<F> r = p.kind == MSM_PAIR_A   ? p.a
+                                    : p.kind == MSM_PAIR_B ? p.b
+                                                           : affine_t<F>{F::zero(), F::zero()};
                     msm_store_affine(&pts_out[s], r);
                     continue;
                 }

@@ -518,8 +518,10 @@ MSM_GROUP_KERNELS(g2, fp2_t)
 #include "msm/affine.cuh"
 
 // G1's round kernels need at most 128 registers unbounded (16 warps per SM). G2's pairs and
-// sums are held to three blocks of POINT_BLOCK per SM (168 registers; unbounded: 178 and 182,
-// 8 warps): on the H200, G2 2^24 pairs 54.1 → 50.8 ms, sums 191.1 → 184.7 ms. Four blocks
-// (128 registers) spill and ran the sums 32% slower (docs/benchmarks.md, session 10).
+// sums are held to three blocks of POINT_BLOCK per SM (168 registers, 12 warps; ptxas spills
+// about 140 and 430 bytes; unbounded they take more than 168 registers, 8 warps): on the H200,
+// G2 2^24 sums 191.1 → 184.7 ms with the bound (pairs bounded in both), and before the
+// by-value fp2_mul pairs 61.1 → 54.1 ms. Four blocks (128 registers, more spilling) ran the sums
+// 32% slower (docs/benchmarks.md, session 10).
 MSM_AFFINE_KERNELS(g1, fp_t, , )
 MSM_AFFINE_KERNELS(g2, fp2_t, __launch_bounds__(128, 3), __launch_bounds__(128, 3))

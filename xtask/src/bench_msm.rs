@@ -301,8 +301,8 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
          are CUDA-event medians after a warm-up, from the first kernel to the result on the host \
          (the host's share of the reduction included). *Resident*: bases and scalars in device \
          memory, the default plan (*bucket sums*: the kind `Accumulation::resident_default` \
-         chose in that run), over the *floor* of those sums. *Streamed*: both in host memory, with XYZZ sums, \
-         copied on a second stream in chunks of a quarter of the points (at least 2^22, at \
+         chose in that run), over the *floor* of those sums. *Streamed*: both in host memory, \
+         with XYZZ sums, copied on a second stream in chunks of a quarter of the points (at least 2^22, at \
          most 2^25: `streamed_chunk_len`; the window chosen for that many chunks) while the \
          previous chunk computes: \
          from *pinned* memory directly, or from *pageable* memory through two pinned staging \
