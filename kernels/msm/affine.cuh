@@ -28,8 +28,9 @@
 //    that a warp's loads and stores of keys, entries and scratch are of consecutive elements.
 // 1. msm_affine_pairs: each slot's denominator d (x_b − x_a, or 2·y_a to double, or none when
 //    the pair needs no inversion: a lone value, infinity, P + (−P)), the product of the
-//    thread's earlier denominators (prefix[slot]) and of all of them (totals[t]). Reads the
-//    x coordinates, the whole points only where they cannot decide (equal or zero x).
+//    thread's earlier denominators (the slot's prefix product, see msm_round_scratch_t) and of
+//    all of them (totals[t]). Reads the x coordinates, the whole points only where they cannot
+//    decide (equal or zero x).
 // 2. msm_inv_up / msm_inv_top / msm_inv_down: the inverses of the threads' products by a tree of
 //    the same trick (groups of `per`), with one inversion (fp_inv: binary extended Euclid) at
 //    the top.
@@ -309,20 +310,38 @@ FR_HD msm_slot_t msm_slot_of(uint32_t s, const uint32_t* keys_out, const uint32_
 // locates all of a thread's slots before loading any point, so their lookups overlap.
 #define MSM_AFFINE_PER 8u
 
-// The round threads' scratch: prefix[s] for each output slot s (`prefix_cap` of them) and one
-// product per thread in totals (`totals_cap`), both word-major (msm_soa_load).
+// The round threads' scratch: each output slot's prefix product, and one product per thread in
+// totals (`totals_cap` of them, word-major: msm_soa_load). The prefix products lie word-major in
+// `prefix` (`prefix_cap` of them), or, when prefix_cap is zero, in the x of each slot's point in
+// `out`, the output level, where msm_affine_sums reads it before writing the slot's sum over it
+// in the same thread. The host chooses (`prefix_in_output` in crates/msm/src/gpu/plan.rs): in
+// G2 the separate array is a quarter of the scratch, and without it twice as many windows fit a
+// group; in G1 the output slot's half-sector stores cost more than the groups saved (H200,
+// docs/benchmarks.md, session 10).
 template <class F>
 struct msm_round_scratch_t {
     F* prefix;
     uint64_t prefix_cap;
+    affine_t<F>* out;
     F* totals;
     uint64_t totals_cap;
+
+    FR_HD void store_prefix(uint64_t s, const F& v) const {
+        if (prefix_cap == 0) {
+            msm_store_words(&out[s].x, v);
+        } else {
+            msm_soa_store(prefix, prefix_cap, s, v);
+        }
+    }
+    FR_HD F load_prefix(uint64_t s) const {
+        return prefix_cap == 0 ? msm_load_words(&out[s].x) : msm_soa_load(prefix, prefix_cap, s);
+    }
 };
 
 // Round step 1 (see the header). Thread t of n_threads takes the output slots t + k·n_threads
 // for k < per (per <= MSM_AFFINE_PER; n_out slots), so that a warp's threads take consecutive
 // slots: for each pair that needs an inversion, the product of the thread's earlier
-// denominators (prefix[slot], exclusive); totals[t] is the product of all of them.
+// denominators (exclusive: the slot's prefix product); totals[t] is the product of all of them.
 template <class F>
 __device__ __forceinline__ void msm_affine_pairs(msm_round_scratch_t<F> scratch, const uint32_t* keys_out,
                                                  const uint32_t* offsets, uint32_t k0, uint32_t level_in,
@@ -361,7 +380,7 @@ __device__ __forceinline__ void msm_affine_pairs(msm_round_scratch_t<F> scratch,
             if (!msm_needs_inverse(p.kind)) continue;
             d = p.d;
         }
-        msm_soa_store(scratch.prefix, scratch.prefix_cap, (uint64_t)k * n_threads + t, q);
+        scratch.store_prefix((uint64_t)k * n_threads + t, q);
         q = f_mul(q, d);
     }
     msm_soa_store(scratch.totals, scratch.totals_cap, t, q);
@@ -427,7 +446,7 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_
                 }
             }
         }
-        F lambda = f_mul(num, f_mul(inv, msm_soa_load(scratch.prefix, scratch.prefix_cap, s)));
+        F lambda = f_mul(num, f_mul(inv, scratch.load_prefix(s)));
         inv = f_mul(inv, d);
         // x = λ² − x_a − x_b, y = λ(x_a − x) − y_a (x_b = x_a when doubling).
         F xa = msm_load_words(&ra.p->x);
@@ -530,21 +549,22 @@ extern "C" __global__ void msm_affine_stats(uint32_t* out, const uint32_t* offse
 }
 
 #define MSM_AFFINE_KERNELS(G, F, SUMS_BOUNDS, PAIRS_BOUNDS)                                                 \
-    extern "C" __global__ void PAIRS_BOUNDS msm_affine_pairs_##G(                                           \
-        F* prefix, F* totals, const uint32_t* keys_out, const uint32_t* offsets, uint32_t k0,              \
-        uint32_t level_in, const uint64_t* sorted, const affine_t<F>* bases, uint64_t base_offset,         \
-        const affine_t<F>* pts_in, uint32_t n_out, uint32_t per, uint32_t n_threads, uint32_t prefix_cap,  \
-        uint32_t totals_cap) {                                                                             \
-        msm_affine_pairs<F>(msm_round_scratch_t<F>{prefix, prefix_cap, totals, totals_cap}, keys_out,     \
-                            offsets, k0, level_in, sorted, bases, base_offset, pts_in, n_out, per,         \
-                            n_threads);                                                                    \
+    extern "C" __global__ void PAIRS_BOUNDS msm_affine_pairs_##G(                                          \
+        F* prefix, affine_t<F>* pts_out, F* totals, const uint32_t* keys_out, const uint32_t* offsets,     \
+        uint32_t k0, uint32_t level_in, const uint64_t* sorted, const affine_t<F>* bases,                  \
+        uint64_t base_offset, const affine_t<F>* pts_in, uint32_t n_out, uint32_t per, uint32_t n_threads, \
+        uint32_t prefix_cap, uint32_t totals_cap) {                                                        \
+        msm_affine_pairs<F>(msm_round_scratch_t<F>{prefix, prefix_cap, pts_out, totals, totals_cap},       \
+                            keys_out, offsets, k0, level_in, sorted, bases, base_offset, pts_in, n_out,    \
+                            per, n_threads);                                                               \
     }                                                                                                      \
-    extern "C" __global__ void SUMS_BOUNDS msm_affine_sums_##G(                                             \
+    extern "C" __global__ void SUMS_BOUNDS msm_affine_sums_##G(                                            \
         affine_t<F>* pts_out, F* prefix, const F* inv_totals, const uint32_t* keys_out,                    \
         const uint32_t* offsets, uint32_t k0, uint32_t level_in, const uint64_t* sorted,                   \
         const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts_in, uint32_t n_out,         \
         uint32_t per, uint32_t n_threads, uint32_t prefix_cap, uint32_t totals_cap) {                      \
-        msm_affine_sums<F>(pts_out, msm_round_scratch_t<F>{prefix, prefix_cap, nullptr, totals_cap},      \
+        msm_affine_sums<F>(pts_out,                                                                        \
+                           msm_round_scratch_t<F>{prefix, prefix_cap, pts_out, nullptr, totals_cap},       \
                            inv_totals, keys_out, offsets, k0, level_in, sorted, bases, base_offset,        \
                            pts_in, n_out, per, n_threads);                                                 \
     }                                                                                                      \

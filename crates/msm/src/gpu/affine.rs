@@ -25,8 +25,10 @@ pub(crate) struct AffineWorkspace<B> {
     tree_vals: Vec<B>,
     tree_pre: Vec<B>,
     stats: B,
-    /// Field elements `prefix` holds, and each tree level: the kernels lay these arrays out
-    /// word-major (`msm_soa_load` in kernels/msm/affine.cuh), so they need the capacity.
+    /// Field elements `prefix` holds (zero: the prefix products wait in the output level's
+    /// points instead, `Group::prefix_in_output`), and each tree level: the kernels lay these
+    /// arrays out word-major (`msm_soa_load` in kernels/msm/affine.cuh), so they need the
+    /// capacity.
     prefix_cap: u32,
     tree_caps: Vec<u32>,
 }
@@ -57,7 +59,7 @@ impl<B> AffineWorkspace<B> {
                 exec.alloc(points[1] * affine_bytes)?,
             ],
             keys: [exec.alloc(points[0] * 4)?, exec.alloc(points[1] * 4)?],
-            prefix: exec.alloc(prefix * field_bytes)?,
+            prefix: exec.alloc(prefix.max(1) * field_bytes)?,
             tree_vals: alloc_levels(&tree)?,
             tree_pre: alloc_levels(&tree)?,
             stats: exec.alloc(8)?,
@@ -222,7 +224,11 @@ fn pairs<E: Exec, C: GpuCurve>(
     chunk: &SortedChunk<'_, E::Buf>,
     group: &Group,
 ) -> Result<(), GpuMsmError> {
-    let mut args = vec![Arg::Buf(&ws.prefix), Arg::Buf(&ws.tree_vals[0])];
+    let mut args = vec![
+        Arg::Buf(&ws.prefix),
+        Arg::Buf(&ws.points[level_index(group.level + 1)]),
+        Arg::Buf(&ws.tree_vals[0]),
+    ];
     args.extend(round_args(ws, chunk, group)?);
     exec.launch(
         kernels_of::<C>().affine_pairs,

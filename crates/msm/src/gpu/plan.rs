@@ -16,6 +16,16 @@ pub enum Group {
 }
 
 impl Group {
+    /// Whether the batch-affine rounds keep each slot's prefix product in the x of the slot's
+    /// output point instead of a separate array (kernels/msm/affine.cuh, msm_round_scratch_t).
+    /// In G2 the separate array is a quarter of the rounds' scratch, and without it twice as
+    /// many windows fit a group: the H200 measured G2 2^24 301.6 → 283.6 ms. In G1 the output
+    /// slot's partial-sector stores cost more than the groups saved (2^24 109.2 → 112.6 ms,
+    /// docs/benchmarks.md, session 10).
+    pub const fn prefix_in_output(self) -> bool {
+        matches!(self, Group::G2)
+    }
+
     /// Bytes of an affine point on the device (blst's layout).
     pub const fn affine_bytes(self) -> usize {
         match self {
@@ -218,7 +228,8 @@ pub(crate) struct AffineScratch {
     pub(crate) keys: usize,
     /// Affine points (and their keys) of the odd and of the even levels.
     pub(crate) points: [usize; 2],
-    /// Running products, one per output slot.
+    /// Running products, one per output slot (none when the output points hold them:
+    /// [`Group::prefix_in_output`]).
     pub(crate) prefix: usize,
     /// Elements of each level of the inversion tree (level 0: one per round thread).
     pub(crate) tree: Vec<usize>,
@@ -483,7 +494,11 @@ impl MsmPlan {
         AffineScratch {
             keys,
             points: [odd, even],
-            prefix: odd,
+            prefix: if self.group.prefix_in_output() {
+                0
+            } else {
+                odd
+            },
             tree,
             field_bytes: self.group.affine_bytes() / 2,
             affine_bytes: self.group.affine_bytes(),
