@@ -32,8 +32,8 @@
 //    all of them (totals[t]). Reads the x coordinates, the whole points only where they cannot
 //    decide (equal or zero x).
 // 2. msm_inv_up / msm_inv_top / msm_inv_down: the inverses of the threads' products by a tree of
-//    the same trick (groups of `per`), with one inversion (fp_inv: binary extended Euclid) at
-//    the top.
+//    the same trick (groups of `per`), down to a few values (at most 1024 in G2, 8 in G1), which
+//    one block inverts with one inversion (msm_inv_top; fp_inv: binary extended Euclid).
 // 3. msm_affine_sums: from the last slot back, each pair's 1/d out of the thread's inverse and
 //    prefix, and the affine sum: λ = (y_b − y_a)/d or 3x_a²/d, x = λ² − x_a − x_b,
 //    y = λ(x_a − x) − y_a. Reads both points again, writes the sum.
@@ -499,23 +499,54 @@ __device__ __forceinline__ void msm_inv_down(F* inv, const F* vals, const F* inv
     msm_soa_store(inv, lv.cap, g, acc);
 }
 
-// The top of the tree, one thread: inv[i] = 1 / vals[i] for i < n (arrays of `cap`), with one
-// inversion.
+// The top of the tree, one block of blockDim.x threads (a power of two, at most MSM_TOP_THREADS):
+// inv[i] = 1 / vals[i] for i < n (arrays of `cap`), with one inversion. Thread t takes the values
+// t + k·blockDim.x, as msm_inv_up does, and the threads' products are inverted by a binary tree
+// in shared memory (node i is the product of nodes 2i and 2i + 1; the leaves are the threads'
+// products). The host picks the block per group (`Group::tree_top` in
+// crates/msm/src/gpu/plan.rs): in G2 a block of 128 takes up to 1024 values, so the tree's
+// smallest levels are not launched one by one (15–21 µs a launch on the H200); in G1 one thread
+// takes up to 8, as the block measured slower there (docs/benchmarks.md, session 11).
+#define MSM_TOP_THREADS 128u
+
 template <class F>
 __device__ __forceinline__ void msm_inv_top(F* inv, const F* vals, uint32_t n, uint64_t cap) {
-    if (blockIdx.x != 0 || threadIdx.x != 0 || n == 0) return;
+    __shared__ F nodes[2 * MSM_TOP_THREADS];
+    uint32_t t = threadIdx.x, threads = blockDim.x;
     F q = F::one();
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = t; i < n; i += threads) {
         q = f_mul(q, msm_soa_load(vals, cap, i));
         msm_soa_store(inv, cap, i, q);
     }
-    F acc = f_inv(q);
-    for (uint32_t i = n - 1; i > 0; i--) {
+    nodes[threads + t] = q;
+    __syncthreads();
+    for (uint32_t w = threads / 2; w >= 1; w >>= 1) {
+        if (t < w) nodes[w + t] = f_mul(nodes[2 * (w + t)], nodes[2 * (w + t) + 1]);
+        __syncthreads();
+    }
+    if (t == 0) nodes[1] = f_inv(nodes[1]);
+    __syncthreads();
+    // Going down, node i's inverse times one child gives the other child's inverse.
+    for (uint32_t w = 1; w < threads; w <<= 1) {
+        if (t < w) {
+            uint32_t i = w + t;
+            F left = nodes[2 * i];
+            F right = nodes[2 * i + 1];
+            nodes[2 * i] = f_mul(nodes[i], right);
+            nodes[2 * i + 1] = f_mul(nodes[i], left);
+        }
+        __syncthreads();
+    }
+    if (t >= n) return;
+    // The thread's values back from its last, as msm_inv_down.
+    F acc = nodes[threads + t];
+    uint32_t last = t + (n - 1 - t) / threads * threads;
+    for (uint32_t i = last; i > t; i -= threads) {
         F v = msm_soa_load(vals, cap, i);
-        msm_soa_store(inv, cap, i, f_mul(acc, msm_soa_load(inv, cap, i - 1)));
+        msm_soa_store(inv, cap, i, f_mul(acc, msm_soa_load(inv, cap, i - threads)));
         acc = f_mul(acc, v);
     }
-    msm_soa_store(inv, cap, 0, acc);
+    msm_soa_store(inv, cap, t, acc);
 }
 
 // After the last round: thread κ adds key κ's values at `level` (at most a few: the host stops
@@ -577,7 +608,8 @@ extern "C" __global__ void msm_affine_stats(uint32_t* out, const uint32_t* offse
                                                 uint32_t next_cap) {                                       \
         msm_inv_down<F>(inv, vals, inv_totals, msm_tree_level_t{n, cap, next_cap}, per, n_threads);       \
     }                                                                                                      \
-    extern "C" __global__ void msm_inv_top_##G(F* inv, const F* vals, uint32_t n, uint32_t cap) {           \
+    extern "C" __global__ void __launch_bounds__(MSM_TOP_THREADS)                                            \
+        msm_inv_top_##G(F* inv, const F* vals, uint32_t n, uint32_t cap) {                                 \
         msm_inv_top<F>(inv, vals, n, cap);                                                                 \
     }                                                                                                      \
     extern "C" __global__ void msm_affine_buckets_##G(                                                      \

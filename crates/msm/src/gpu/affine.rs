@@ -10,7 +10,9 @@
 
 use super::curve::{kernels_of, GpuCurve};
 use super::exec::{blocks, u32_arg, Arg, Exec};
-use super::plan::{AffineScratch, MsmPlan, AFFINE_PER, INT_BLOCK, POINT_BLOCK, TREE_PER};
+use super::plan::{
+    tree_sizes, AffineScratch, MsmPlan, AFFINE_PER, INT_BLOCK, POINT_BLOCK, TREE_PER,
+};
 use super::GpuMsmError;
 
 /// Device memory of the batch-affine rounds (one group of windows at a time).
@@ -293,11 +295,8 @@ fn invert<E: Exec, C: GpuCurve>(
     n: usize,
 ) -> Result<(), GpuMsmError> {
     let kernels = kernels_of::<C>();
-    let mut sizes = vec![n];
-    while *sizes.last().expect("one level") > super::plan::TREE_TOP {
-        let next = sizes.last().expect("one level").div_ceil(TREE_PER);
-        sizes.push(next);
-    }
+    let (top_threads, top_values) = C::GROUP.tree_top();
+    let sizes = tree_sizes(n, top_values);
     let top = sizes.len() - 1;
     for level in 0..top {
         let groups = sizes[level + 1];
@@ -320,7 +319,7 @@ fn invert<E: Exec, C: GpuCurve>(
     exec.launch(
         kernels.inv_top,
         1,
-        1,
+        top_threads,
         &[
             Arg::Buf(&ws.tree_pre[top]),
             Arg::Buf(&ws.tree_vals[top]),

@@ -26,6 +26,19 @@ impl Group {
         matches!(self, Group::G2)
     }
 
+    /// The batch inversion tree's top (kernels/msm/affine.cuh, msm_inv_top): the threads of its
+    /// one block and the most values it takes; the levels above it are launched one by one. In
+    /// G2 a block of 128 over up to 1024 values saves the launches of the smallest levels (15–21
+    /// µs each on the H200, `ncu`, session 10). In G1, where those take 7–9 µs, the block
+    /// measured 9% slower in the inversion stage than one thread over up to 8 (2^24: 9.79 against
+    /// 8.96 ms; docs/benchmarks.md, session 11).
+    pub(crate) const fn tree_top(self) -> (u32, usize) {
+        match self {
+            Group::G1 => (1, 8),
+            Group::G2 => (128, 1024),
+        }
+    }
+
     /// Bytes of an affine point on the device (blst's layout).
     pub const fn affine_bytes(self) -> usize {
         match self {
@@ -168,12 +181,22 @@ pub(crate) const SCAN_TILE: usize = 2048;
 /// Output slots (pairs) per thread of a batch-affine round (kernels/msm/affine.cuh; at most its
 /// MSM_AFFINE_PER).
 pub(crate) const AFFINE_PER: usize = 8;
-/// Elements per thread of the batch inversion tree, and the most the top thread inverts. Short
-/// groups: past its first levels the tree is bound by latency (on the H200, a small level's
-/// launch takes 7–9 µs and the top about 84 µs in G1, `ncu`, session 9), not by its
-/// multiplications; groups of 16 measured slower (docs/benchmarks.md).
+/// Elements per thread of the batch inversion tree's launched levels. Short groups: past its
+/// first levels the tree is bound by latency (on the H200, a small level's launch takes 7–9 µs
+/// in G1 and 15–21 µs in G2, `ncu`, sessions 9 and 10), not by its multiplications; groups of
+/// 16 measured slower (docs/benchmarks.md).
 pub(crate) const TREE_PER: usize = 4;
-pub(crate) const TREE_TOP: usize = 8;
+
+/// The sizes of a batch inversion tree over `n` values whose top takes at most `top` values:
+/// each level groups the one below in [`TREE_PER`]s.
+pub(crate) fn tree_sizes(n: usize, top: usize) -> Vec<usize> {
+    let mut sizes = vec![n];
+    while *sizes.last().expect("one level") > top {
+        let next = sizes.last().expect("one level").div_ceil(TREE_PER);
+        sizes.push(next);
+    }
+    sizes
+}
 
 /// How a chunk's sorted (bucket, point) entries are summed into the buckets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -486,11 +509,7 @@ impl MsmPlan {
         let odd = level1.max(keys + 1);
         let even = level2.max(keys + 1);
         // A round's threads take AFFINE_PER output slots each; level 1 is the largest output.
-        let mut tree = vec![odd.div_ceil(AFFINE_PER)];
-        while *tree.last().expect("one level") > TREE_TOP {
-            let next = tree.last().expect("one level").div_ceil(TREE_PER);
-            tree.push(next);
-        }
+        let tree = tree_sizes(odd.div_ceil(AFFINE_PER), self.group.tree_top().1);
         AffineScratch {
             keys,
             points: [odd, even],
