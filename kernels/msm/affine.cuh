@@ -33,7 +33,7 @@
 //    decide (equal or zero x).
 // 2. msm_inv_up / msm_inv_top / msm_inv_down: the inverses of the threads' products by a tree of
 //    the same trick (groups of `per`), down to a few values (at most 1024 in G2, 8 in G1), which
-//    one block inverts with one inversion (msm_inv_top; fp_inv: binary extended Euclid).
+//    one block inverts with one inversion (msm_inv_top; fp_inv: safegcd divsteps).
 // 3. msm_affine_sums: from the last slot back, each pair's 1/d out of the thread's inverse and
 //    prefix, and the affine sum: λ = (y_b − y_a)/d or 3x_a²/d, x = λ² − x_a − x_b,
 //    y = λ(x_a − x) − y_a. Reads both points again, writes the sum.

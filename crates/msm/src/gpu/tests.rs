@@ -217,6 +217,49 @@ fn fp_operations_match_blstrs() {
     });
 }
 
+/// The Fp element whose Montgomery form (the limbs the kernels see) is the integer `2^k + c`
+/// (c may be negative, 2^k + c in [1, p)): fp_inv works on that integer, and its variable-time
+/// steps take different paths for powers of two, runs of ones and values near p.
+fn fp_with_montgomery_form(k: u32, c: i64) -> Fp {
+    let two = Fp::ONE.double();
+    let c = if c < 0 {
+        -Fp::from(c.unsigned_abs())
+    } else {
+        Fp::from(c as u64)
+    };
+    let r_inv = two.pow_vartime([384]).invert().unwrap();
+    (two.pow_vartime([u64::from(k)]) + c) * r_inv
+}
+
+#[test]
+fn fp_inverse_matches_blstrs_on_integer_edges() {
+    for_each_exec!(|exec, _device| {
+        // The helper gives the integers meant: 2^40 − 3 in the limbs.
+        let limbs = FpLimbs::from(fp_with_montgomery_form(40, -3)).0;
+        assert_eq!((limbs[0], limbs[1], limbs[2]), (0xffff_fffd, 0xff, 0));
+        let mut a: Vec<Fp> = Vec::new();
+        for k in 0..381 {
+            a.push(fp_with_montgomery_form(k, 0));
+            if k > 0 {
+                a.push(fp_with_montgomery_form(k, -1));
+            }
+            // The integer p − 2^k.
+            a.push(-fp_with_montgomery_form(k, 0));
+        }
+        // 1 to 64 and p − 1 to p − 64.
+        for c in 0..64 {
+            a.push(fp_with_montgomery_form(0, c));
+            a.push(-fp_with_montgomery_form(0, c));
+        }
+        let ab: Vec<u8> = a.iter().flat_map(fp_bytes).collect();
+        let got = msm_test_field(exec, 1, FieldOp::Inv, &ab, &ab).expect("kernel runs");
+        for (i, chunk) in got.chunks_exact(48).enumerate() {
+            let want = fp_bytes(&a[i].invert().unwrap_or(Fp::ZERO));
+            assert_eq!(chunk, &want[..], "Fp inverse at {i}: a = {:?}", a[i]);
+        }
+    });
+}
+
 #[test]
 fn fp2_operations_match_blstrs() {
     for_each_exec!(|exec, device| {
