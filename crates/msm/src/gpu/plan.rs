@@ -30,8 +30,8 @@ impl Group {
     /// one block and the most values it takes; the levels above it are launched one by one. In
     /// G2 a block of 128 over up to 1024 values saves the launches of the smallest levels (15–21
     /// µs each on the H200, `ncu`, session 10). In G1, where those take 7–9 µs, the block
-    /// measured 9% slower in the inversion stage than one thread over up to 8 (2^24: 9.79 against
-    /// 8.96 ms; docs/benchmarks.md, session 11).
+    /// measured 8% slower in the inversion stage than one thread over up to 8 (2^24: 9.78 against
+    /// 9.03 ms; docs/benchmarks.md, session 11).
     pub(crate) const fn tree_top(self) -> (u32, usize) {
         match self {
             Group::G1 => (1, 8),
