@@ -204,16 +204,6 @@ FR_HD affine_t<F> msm_level_value(uint32_t level, uint32_t idx, const uint64_t* 
     return msm_load_affine(&pts[idx]);
 }
 
-// The x coordinate of value `idx` of level `level` (see msm_level_value; a sign leaves x as it
-// is): the first half of the point's 16-byte words.
-template <class F>
-FR_HD F msm_level_x(uint32_t level, uint32_t idx, const uint64_t* sorted, uint32_t e0, const affine_t<F>* bases,
-                    uint64_t base_offset, const affine_t<F>* pts) {
-    const affine_t<F>* p =
-        level == 0 ? &bases[base_offset + ((uint32_t)sorted[e0 + idx] & MSM_KEY_MASK)] : &pts[idx];
-    return msm_load_words(&p->x);
-}
-
 // The inputs of output slot j of key κ: values 2j and 2j + 1 (when it exists) of the input level.
 template <class F>
 struct msm_pair_t {
@@ -360,6 +350,21 @@ __device__ __forceinline__ void msm_affine_pairs(msm_round_scratch_t<F> scratch,
         uint64_t s = (uint64_t)k * n_threads + t;
         if (k < per && s < n_out) slots[k] = msm_slot_of((uint32_t)s, keys_out, offsets, k0, e0, level_in);
     }
+    // Where each pair's values lie: at level 0 a value is a sorted entry's base, one dependent
+    // load further, so those entries are loaded for all slots before any point (ncu: the pairs
+    // kernel waits on loads most of its cycles).
+    uint32_t at[2 * MSM_AFFINE_PER];
+#pragma unroll
+    for (uint32_t k = 0; k < MSM_AFFINE_PER; k++) {
+        uint32_t ia = slots[k].in.base + 2 * slots[k].j;
+        at[2 * k] = ia;
+        at[2 * k + 1] = ia + 1;
+        if (level_in == 0 && slots[k].valid && 2 * slots[k].j + 1 < slots[k].in.count) {
+            at[2 * k] = (uint32_t)sorted[e0 + ia] & MSM_KEY_MASK;
+            at[2 * k + 1] = (uint32_t)sorted[e0 + ia + 1] & MSM_KEY_MASK;
+        }
+    }
+    const affine_t<F>* src = level_in == 0 ? bases + base_offset : pts_in;
     F q = F::one();
 #pragma unroll
     for (uint32_t k = 0; k < MSM_AFFINE_PER; k++) {
@@ -367,10 +372,9 @@ __device__ __forceinline__ void msm_affine_pairs(msm_round_scratch_t<F> scratch,
         // A lone value needs no inversion. Otherwise the x coordinates alone decide the common
         // case, two distinct non-zero x (neither is infinity, which has x = 0): d = x_b − x_a,
         // as msm_classify gives. Anything else loads the whole pair and classifies it.
-        uint32_t ia = slots[k].in.base + 2 * slots[k].j;
         if (2 * slots[k].j + 1 >= slots[k].in.count) continue;
-        F xa = msm_level_x<F>(level_in, ia, sorted, e0, bases, base_offset, pts_in);
-        F xb = msm_level_x<F>(level_in, ia + 1, sorted, e0, bases, base_offset, pts_in);
+        F xa = msm_load_words(&src[at[2 * k]].x);
+        F xb = msm_load_words(&src[at[2 * k + 1]].x);
         F d;
         if (!xa.is_zero() && !xb.is_zero() && !f_eq(xa, xb)) {
             d = f_sub(xb, xa);
