@@ -228,12 +228,17 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
             .as_f64()
             .map_or("-".to_string(), |s| format!("{s:.1}"));
         let floor = num(r, "floor_ms")?;
+        // Runs before session 11 streamed with XYZZ sums and recorded no kind.
+        let streamed_sums = match r["streamed_accumulation"].as_str() {
+            Some("batch-affine") => "BA",
+            _ => "XYZZ",
+        };
         let streamed = r["streamed_ms"]
             .as_f64()
-            .map_or("-".to_string(), |s| format!("{s:.1}"));
+            .map_or("-".to_string(), |s| format!("{s:.1} ({streamed_sums})"));
         let pinned = r["pinned_ms"]
             .as_f64()
-            .map_or("-".to_string(), |s| format!("{s:.1}"));
+            .map_or("-".to_string(), |s| format!("{s:.1} ({streamed_sums})"));
         let sppark = SPPARK_H200
             .iter()
             .find(|(g, l, _)| *g == group && *l == log_n)
@@ -302,7 +307,8 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
          (the host's share of the reduction included). *Resident*: bases and scalars in device \
          memory, the default plan (*bucket sums*: the kind `Accumulation::resident_default` \
          chose in that run), over the *floor* of those sums. *Streamed*: both in host memory, \
-         with XYZZ sums, copied on a second stream in chunks of a quarter of the points (at least 2^22, at \
+         with the streamed plan's bucket sums (named after each time: XYZZ, or BA for \
+         batch-affine, `Accumulation::streamed_default` since session 11), copied on a second stream in chunks of a quarter of the points (at least 2^22, at \
          most 2^25: `streamed_chunk_len`; the window chosen for that many chunks) while the \
          previous chunk computes: \
          from *pinned* memory directly, or from *pageable* memory through two pinned staging \

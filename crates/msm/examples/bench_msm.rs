@@ -17,6 +17,7 @@
 //! windows from two below to one above the plan's; `--streamed-chunk N` and
 //! `--streamed-window-bits C` replace the streamed plan's chunk length and window;
 //! `--streamed-first-chunk N` the streamed plan's first chunk, at most a chunk;
+//! `--streamed-accumulation xyzz|batch-affine` the streamed plan's bucket sums;
 //! `--accumulate-seg N` the sorted entries per thread of the resident plan's first level). Prints a
 //! Markdown table; `--out` also writes every figure as JSON, which
 //! `cargo xtask bench msm --from FILE.json` turns into docs/benchmarks.md.
@@ -52,7 +53,16 @@ struct Args {
     streamed_window_bits: Option<u32>,
     accumulate_seg: Option<usize>,
     streamed_first_chunk: Option<usize>,
+    streamed_accumulation: Option<Accumulation>,
     out: Option<String>,
+}
+
+/// An accumulation as the JSON names it.
+fn accumulation_name(a: Accumulation) -> &'static str {
+    match a {
+        Accumulation::Xyzz => "xyzz",
+        Accumulation::BatchAffine => "batch-affine",
+    }
 }
 
 fn parse_args() -> Args {
@@ -83,6 +93,11 @@ fn parse_args() -> Args {
         accumulate_seg: get("--accumulate-seg").map(|v| v.parse().expect("entries per thread")),
         streamed_first_chunk: get("--streamed-first-chunk")
             .map(|v| v.parse().expect("points of the first chunk")),
+        streamed_accumulation: get("--streamed-accumulation").map(|v| match v.as_str() {
+            "xyzz" => Accumulation::Xyzz,
+            "batch-affine" => Accumulation::BatchAffine,
+            other => panic!("--streamed-accumulation {other}: xyzz or batch-affine"),
+        }),
         out: get("--out"),
     }
 }
@@ -152,6 +167,8 @@ struct Row {
     affine_groups: u32,
     /// The default plan's bucket sums.
     accumulation: Accumulation,
+    /// The streamed plan's bucket sums.
+    streamed_accumulation: Accumulation,
     resident_ms: f64,
     /// The same resident MSM with XYZZ bucket sums, same run (the resident time when those are
     /// the default's).
@@ -311,6 +328,9 @@ fn bench_group<C: GpuCurve>(
         if let Some(first) = args.streamed_first_chunk {
             splan = splan.with_first_chunk(first);
         }
+        if let Some(accumulation) = args.streamed_accumulation {
+            splan = splan.with_accumulation(accumulation);
+        }
         let chunked_ms = args.streamed.then(|| time_plan(&splan));
         let window_sweep = if args.window_sweep {
             let lo = plan.window_bits.saturating_sub(2).max(4);
@@ -372,6 +392,7 @@ fn bench_group<C: GpuCurve>(
             window_bits: plan.window_bits,
             affine_groups: affine.affine_groups(),
             accumulation: plan.accumulation,
+            streamed_accumulation: splan.accumulation,
             resident_ms,
             xyzz_ms,
             xyzz_stages,
@@ -556,15 +577,13 @@ fn main() {
                     .join(", ")
             };
             json.push_str(&format!(
-                "    {{\"group\": \"{}\", \"log_n\": {}, \"window_bits\": {}, \"affine_groups\": {}, \"accumulation\": \"{}\", \"resident_ms\": {:.4}, \"xyzz_ms\": {}, \"affine_ms\": {}, \"wide_ms\": {}, \"streamed_ms\": {}, \"pinned_ms\": {}, \"chunked_ms\": {}, \"window_sweep\": [{}], \"floor_ms\": {:.4}, \"affine_floor_ms\": {:.4}, \"checked\": {}, \"device_mib\": {:.1}, \"stages\": [{}], \"xyzz_stages\": [{}], \"affine_stages\": [{}], \"pinned_stages\": [{}]}}{}\n",
+                "    {{\"group\": \"{}\", \"log_n\": {}, \"window_bits\": {}, \"affine_groups\": {}, \"accumulation\": \"{}\", \"streamed_accumulation\": \"{}\", \"resident_ms\": {:.4}, \"xyzz_ms\": {}, \"affine_ms\": {}, \"wide_ms\": {}, \"streamed_ms\": {}, \"pinned_ms\": {}, \"chunked_ms\": {}, \"window_sweep\": [{}], \"floor_ms\": {:.4}, \"affine_floor_ms\": {:.4}, \"checked\": {}, \"device_mib\": {:.1}, \"stages\": [{}], \"xyzz_stages\": [{}], \"affine_stages\": [{}], \"pinned_stages\": [{}]}}{}\n",
                 r.group,
                 r.log_n,
                 r.window_bits,
                 r.affine_groups,
-                match r.accumulation {
-                    Accumulation::Xyzz => "xyzz",
-                    Accumulation::BatchAffine => "batch-affine",
-                },
+                accumulation_name(r.accumulation),
+                accumulation_name(r.streamed_accumulation),
                 r.resident_ms,
                 r.xyzz_ms.map_or("null".into(), |v| format!("{v:.4}")),
                 r.affine_ms.map_or("null".into(), |v| format!("{v:.4}")),

@@ -21,13 +21,13 @@
 //! bucket's points with mixed additions into XYZZ buckets. The sums run over the sorted list in
 //! equal segments per thread, so a bucket that many points fall into (a repeated scalar) costs no
 //! more than any other and no two threads ever add into the same bucket; runs that cross a
-//! segment's edge are passed on as partial sums and merged the same way. Resident MSMs of
-//! 2^20 points and more sum the buckets the other way ([`Accumulation::BatchAffine`], measured
-//! faster there): rounds of affine additions that halve each bucket's list, every round's
-//! inversions shared by one batch inversion. After the last chunk
-//! the buckets of each window are reduced to `Σ k·B_k` by running sums over segments, level by
-//! level, and the host adds up the last few sums and combines the windows. `kernels/msm/msm.cu`
-//! states each kernel's work and memory traffic.
+//! segment's edge are passed on as partial sums and merged the same way. MSMs of 2^20 points
+//! and more (per chunk, when streamed) sum the buckets the other way
+//! ([`Accumulation::BatchAffine`], measured faster there): rounds of affine additions that
+//! halve each bucket's list, every round's inversions shared by one batch inversion. After the
+//! last chunk the buckets of each window are reduced to `Σ k·B_k` by running sums over segments,
+//! level by level, and the host adds up the last few sums and combines the windows.
+//! `kernels/msm/msm.cu` states each kernel's work and memory traffic.
 //!
 //! # Testing without a GPU
 //!
@@ -120,7 +120,8 @@ mod device {
     use super::plan::POINT_BLOCK;
     use super::testops::{self, FieldOp, PointOp};
     use super::{
-        streamed_chunk_len, GpuCurve, GpuMsmError, Group, MsmPlan, ScalarForm, StageTimes,
+        streamed_chunk_len, Accumulation, GpuCurve, GpuMsmError, Group, MsmPlan, ScalarForm,
+        StageTimes,
     };
     use crate::scalar::first_non_canonical;
     use crate::{MsmError, Selection};
@@ -294,11 +295,14 @@ mod device {
 
         /// The plan [`msm`](Self::msm) uses for `n` points when bases or scalars stream from
         /// host memory: chunks of [`streamed_chunk_len`] points, so that the copy of one chunk
-        /// overlaps the work on the one before, and the window chosen for that many chunks.
+        /// overlaps the work on the one before, the window chosen for that many chunks, and the
+        /// bucket sums of [`Accumulation::streamed_default`].
         pub fn streamed_plan(&self, n: usize, group: Group) -> MsmPlan {
             let info = self.kernels.device.info();
-            MsmPlan::for_chunks(n, group, info.sm_count, streamed_chunk_len(n))
-                .with_scatter_region(info.l2_bytes)
+            let plan = MsmPlan::for_chunks(n, group, info.sm_count, streamed_chunk_len(n))
+                .with_scatter_region(info.l2_bytes);
+            let accumulation = Accumulation::streamed_default(group, plan.chunk_len);
+            plan.with_accumulation(accumulation)
         }
 
         /// Copies bases to the device (on [`stream`](Self::stream)).

@@ -6,9 +6,9 @@
 //! scalars are either on the device (read in place, at the chunk's offset) or in host memory,
 //! copied on the copy lane into a ring of two device staging buffers (plus one for a shorter
 //! last chunk; a shorter first chunk, `MsmPlan::with_first_chunk`, takes the start of slot 0)
-//! while the compute lane works on the previous chunk; a chunk's scalars are copied
-//! before its bases, and its counting sort waits only for them, so it overlaps the copy of the
-//! bases. Copies come straight from a caller's pinned memory; pageable memory is first copied by
+//! while the compute lane works on the previous chunk: a chunk's copies are queued before the
+//! previous chunk's bucket sums (the first chunk's scalars before its bases, so that its
+//! counting sort overlaps the copy of the bases). Copies come straight from a caller's pinned memory; pageable memory is first copied by
 //! the host into a ring of two pinned staging buffers, which the host fills while the device
 //! copies and computes the chunks before.
 //! After the last chunk the buckets are reduced level by level on the device; the last few sums
@@ -208,22 +208,36 @@ pub(crate) fn msm<E: Exec, C: GpuCurve>(
         for chunk in 0..plan.n_chunks {
             let (start, m) = plan.chunk(chunk);
             let slot = slot_of(plan, chunk);
-            // The scalars first: the counting sort needs only them, so it runs while the
-            // bases (three or six times their bytes) are still being copied.
             if streaming {
-                if let Some(event) = slot_free[slot].take() {
-                    exec.copies_wait_for(&event)?;
+                if chunk == 0 {
+                    // The scalars first: the counting sort needs only them, so it runs while
+                    // the bases (three or six times their bytes) are still being copied.
+                    scalar_stage.copy_chunk(exec, &scalars, chunk, slot, (start, m))?;
                 }
-                scalar_stage.copy_chunk(exec, &scalars, chunk, slot, (start, m))?;
+                // Later chunks' copies were queued while the chunk before was summed (below).
                 exec.compute_waits_for_copies()?;
                 exec.mark("stage")?;
             }
             let scalar_chunk = scalar_stage.chunk_buffer(&scalars, slot, start);
             sort_chunk(exec, plan, &mut ws, scalar_chunk, m, form)?;
-            if streaming {
+            if streaming && chunk == 0 {
                 base_stage.copy_chunk(exec, &bases, chunk, slot, (start, m))?;
                 exec.compute_waits_for_copies()?;
                 exec.mark("stage")?;
+            }
+            // The next chunk's copies go in before this chunk's sums, so that they overlap all
+            // of them: batch-affine sums wait on the host for each window group's statistics,
+            // and copies queued after them would wait with them. A slot is refilled once the
+            // chunk that last read it has been summed.
+            if streaming && chunk + 1 < plan.n_chunks {
+                let next = chunk + 1;
+                let (next_start, next_m) = plan.chunk(next);
+                let next_slot = slot_of(plan, next);
+                if let Some(event) = slot_free[next_slot].take() {
+                    exec.copies_wait_for(&event)?;
+                }
+                scalar_stage.copy_chunk(exec, &scalars, next, next_slot, (next_start, next_m))?;
+                base_stage.copy_chunk(exec, &bases, next, next_slot, (next_start, next_m))?;
             }
             let base_chunk = base_stage.chunk_buffer(&bases, slot, start);
             sum_chunk::<E, C>(exec, plan, &mut ws, base_chunk, m, chunk == 0)?;

@@ -203,8 +203,8 @@ pub(crate) fn tree_sizes(n: usize, top: usize) -> Vec<usize> {
 pub enum Accumulation {
     /// Mixed XYZZ additions, one thread per equal segment of the sorted entries, partial sums
     /// merged level by level (`msm_accumulate`, `msm_merge`): 10 Fp multiplications per
-    /// addition in G1, no inversion, little scratch. The default below 2^20 points and for
-    /// streamed plans.
+    /// addition in G1, no inversion, little scratch. The default below 2^20 points (resident)
+    /// or points per chunk (streamed).
     Xyzz,
     /// Affine additions in rounds that halve every bucket's list, the inversions of a round
     /// shared by one batch inversion (kernels/msm/affine.cuh): about 6.4 Fp multiplications per
@@ -212,7 +212,8 @@ pub enum Accumulation {
     /// up to [`DEFAULT_AFFINE_SCRATCH`] of scratch. The default for resident MSMs of 2^20
     /// points and more in both groups, where the H200 measured it faster than `Xyzz` at every
     /// size to 2^26 (docs/benchmarks.md: G1 since session 9; G2 since session 10, once its
-    /// round kernels stopped passing Fp2 operands through the stack).
+    /// round kernels stopped passing Fp2 operands through the stack), and for streamed plans
+    /// of chunks that large (session 11, [`Accumulation::streamed_default`]).
     BatchAffine,
 }
 
@@ -226,6 +227,16 @@ impl Accumulation {
         } else {
             Accumulation::Xyzz
         }
+    }
+
+    /// The bucket sums of a streamed plan ([`GpuMsm::streamed_plan`](super::GpuMsm::streamed_plan),
+    /// inputs copied from host memory in chunks of `chunk_len` points), as resident MSMs of
+    /// that many points choose them. Measured on the H200 (docs/benchmarks.md, session 11), the
+    /// next chunk's copies queued before each chunk's sums: batch-affine against XYZZ at 2^24,
+    /// G1 pinned 146.9 → 120.7 ms, pageable 160.4 → 152.6; G2 pinned 388.8 → 307.8, pageable
+    /// 414.8 → 335.5; G1 2^26 pinned 502.9 → 434.0, pageable 555.5 → 540.5.
+    pub fn streamed_default(group: Group, chunk_len: usize) -> Self {
+        Self::resident_default(group, chunk_len)
     }
 }
 
@@ -975,6 +986,8 @@ mod tests {
                     Accumulation::Xyzz
                 };
                 assert_eq!(plan.accumulation, want);
+                // A streamed plan chooses by its chunk length as a resident one by its size.
+                assert_eq!(Accumulation::streamed_default(group, 1 << log_n), want);
                 let xyzz = plan.clone().with_accumulation(Accumulation::Xyzz);
                 let affine = plan.clone().with_accumulation(Accumulation::BatchAffine);
                 let scratch = affine.affine_scratch(affine.affine_group_windows).total();
