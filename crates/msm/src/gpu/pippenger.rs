@@ -8,9 +8,9 @@
 //! last chunk; a shorter first chunk, `MsmPlan::with_first_chunk`, takes the start of slot 0)
 //! while the compute lane works on the previous chunk: a chunk's copies are queued before the
 //! previous chunk's bucket sums (the first chunk's scalars before its bases, so that its
-//! counting sort overlaps the copy of the bases). Copies come straight from a caller's pinned memory; pageable memory is first copied by
-//! the host into a ring of two pinned staging buffers, which the host fills while the device
-//! copies and computes the chunks before.
+//! counting sort overlaps the copy of the bases). Copies come straight from a caller's pinned
+//! memory; pageable memory is first copied by the host into a ring of two pinned staging
+//! buffers, which the host fills while the device copies and computes the chunks before.
 //! After the last chunk the buckets are reduced level by level on the device; the last few sums
 //! of each window and the combination of the windows run on the host.
 
