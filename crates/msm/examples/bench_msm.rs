@@ -93,10 +93,11 @@ fn parse_args() -> Args {
         accumulate_seg: get("--accumulate-seg").map(|v| v.parse().expect("entries per thread")),
         streamed_first_chunk: get("--streamed-first-chunk")
             .map(|v| v.parse().expect("points of the first chunk")),
-        streamed_accumulation: get("--streamed-accumulation").map(|v| match v.as_str() {
-            "xyzz" => Accumulation::Xyzz,
-            "batch-affine" => Accumulation::BatchAffine,
-            other => panic!("--streamed-accumulation {other}: xyzz or batch-affine"),
+        streamed_accumulation: get("--streamed-accumulation").map(|v| {
+            [Accumulation::Xyzz, Accumulation::BatchAffine]
+                .into_iter()
+                .find(|&a| accumulation_name(a) == v)
+                .unwrap_or_else(|| panic!("--streamed-accumulation {v}: xyzz or batch-affine"))
         }),
         out: get("--out"),
     }
