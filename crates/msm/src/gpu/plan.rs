@@ -730,6 +730,22 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// msm_inv_top (kernels/msm/affine.cuh) takes one block of a power of two threads, at most
+    /// its MSM_TOP_THREADS (128), and its tree sizes end at the top's values.
+    #[test]
+    fn tree_top_fits_the_kernel() {
+        for group in [Group::G1, Group::G2] {
+            let (threads, values) = group.tree_top();
+            assert!(threads.is_power_of_two() && threads <= 128, "{group:?}");
+            assert!(values >= threads as usize, "{group:?}");
+            for n in [1, values, values + 1, 1 << 22] {
+                let sizes = tree_sizes(n, values);
+                assert!(*sizes.last().unwrap() <= values, "{group:?}, {n}");
+                assert!(sizes.windows(2).all(|w| w[1] == w[0].div_ceil(TREE_PER)));
+            }
+        }
+    }
+
     #[test]
     fn windows_hold_254_bits_and_a_carry() {
         for c in 1..=24 {
