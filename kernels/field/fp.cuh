@@ -413,6 +413,26 @@ FR_HD int32_t divsteps_30(int32_t eta, uint32_t f, uint32_t g, trans_t& t) {
     return eta;
 }
 
+// [x, y] ← (t·[x, y] + p·[mx, my]) / 2^30, exact: the caller chose mx, my (zero for f, g) so
+// that the low 30 bits of both sums are zero.
+FR_HD void combine(s30_t& x, s30_t& y, const trans_t& t, int32_t mx, int32_t my) {
+    int64_t cx = (int64_t)t.u * x.v[0] + (int64_t)t.v * y.v[0] + (int64_t)p30(0) * mx;
+    int64_t cy = (int64_t)t.q * x.v[0] + (int64_t)t.r * y.v[0] + (int64_t)p30(0) * my;
+    cx >>= 30;
+    cy >>= 30;
+#pragma unroll
+    for (int i = 1; i < LIMBS; i++) {
+        cx += (int64_t)t.u * x.v[i] + (int64_t)t.v * y.v[i] + (int64_t)p30(i) * mx;
+        cy += (int64_t)t.q * x.v[i] + (int64_t)t.r * y.v[i] + (int64_t)p30(i) * my;
+        x.v[i - 1] = (int32_t)cx & M30;
+        y.v[i - 1] = (int32_t)cy & M30;
+        cx >>= 30;
+        cy >>= 30;
+    }
+    x.v[LIMBS - 1] = (int32_t)cx;
+    y.v[LIMBS - 1] = (int32_t)cy;
+}
+
 // [d, e] ← t·[d, e] / 2^30 mod p, with d, e in (−2p, p) before and after (libsecp256k1's
 // update_de_30): the multiples md, me of p added make the low 30 bits zero, and start with
 // t's entries where d or e is negative, which keeps the range.
@@ -420,45 +440,15 @@ FR_HD void update_de(s30_t& d, s30_t& e, const trans_t& t) {
     int32_t sd = d.v[LIMBS - 1] >> 31, se = e.v[LIMBS - 1] >> 31;
     int32_t md = (t.u & sd) + (t.v & se);
     int32_t me = (t.q & sd) + (t.r & se);
-    int64_t cd = (int64_t)t.u * d.v[0] + (int64_t)t.v * e.v[0];
-    int64_t ce = (int64_t)t.q * d.v[0] + (int64_t)t.r * e.v[0];
-    md -= (int32_t)((P_INV30 * (uint32_t)cd + (uint32_t)md) & (uint32_t)M30);
-    me -= (int32_t)((P_INV30 * (uint32_t)ce + (uint32_t)me) & (uint32_t)M30);
-    cd += (int64_t)p30(0) * md;
-    ce += (int64_t)p30(0) * me;
-    cd >>= 30;
-    ce >>= 30;
-#pragma unroll
-    for (int i = 1; i < LIMBS; i++) {
-        cd += (int64_t)t.u * d.v[i] + (int64_t)t.v * e.v[i] + (int64_t)p30(i) * md;
-        ce += (int64_t)t.q * d.v[i] + (int64_t)t.r * e.v[i] + (int64_t)p30(i) * me;
-        d.v[i - 1] = (int32_t)cd & M30;
-        e.v[i - 1] = (int32_t)ce & M30;
-        cd >>= 30;
-        ce >>= 30;
-    }
-    d.v[LIMBS - 1] = (int32_t)cd;
-    e.v[LIMBS - 1] = (int32_t)ce;
+    uint32_t cd = (uint32_t)t.u * (uint32_t)d.v[0] + (uint32_t)t.v * (uint32_t)e.v[0];
+    uint32_t ce = (uint32_t)t.q * (uint32_t)d.v[0] + (uint32_t)t.r * (uint32_t)e.v[0];
+    md -= (int32_t)((P_INV30 * cd + (uint32_t)md) & (uint32_t)M30);
+    me -= (int32_t)((P_INV30 * ce + (uint32_t)me) & (uint32_t)M30);
+    combine(d, e, t, md, me);
 }
 
 // [f, g] ← t·[f, g] / 2^30 (exact: the divsteps made the low 30 bits zero).
-FR_HD void update_fg(s30_t& f, s30_t& g, const trans_t& t) {
-    int64_t cf = (int64_t)t.u * f.v[0] + (int64_t)t.v * g.v[0];
-    int64_t cg = (int64_t)t.q * f.v[0] + (int64_t)t.r * g.v[0];
-    cf >>= 30;
-    cg >>= 30;
-#pragma unroll
-    for (int i = 1; i < LIMBS; i++) {
-        cf += (int64_t)t.u * f.v[i] + (int64_t)t.v * g.v[i];
-        cg += (int64_t)t.q * f.v[i] + (int64_t)t.r * g.v[i];
-        f.v[i - 1] = (int32_t)cf & M30;
-        g.v[i - 1] = (int32_t)cg & M30;
-        cf >>= 30;
-        cg >>= 30;
-    }
-    f.v[LIMBS - 1] = (int32_t)cf;
-    g.v[LIMBS - 1] = (int32_t)cg;
-}
+FR_HD void update_fg(s30_t& f, s30_t& g, const trans_t& t) { combine(f, g, t, 0, 0); }
 
 FR_HD bool is_zero(const s30_t& x) {
     int32_t acc = 0;
