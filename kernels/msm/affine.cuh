@@ -352,27 +352,26 @@ __device__ __forceinline__ void msm_affine_pairs(msm_round_scratch_t<F> scratch,
     }
     // Where each pair's values lie: at level 0 a value is a sorted entry's base, one dependent
     // load further, so those entries are loaded for all slots before any point (ncu: the pairs
-    // kernel waits on loads most of its cycles).
+    // kernel waits on loads most of its cycles). Which slots hold a pair is kept as one mask:
+    // the slots' positions are not needed past this point (the rare pair that the x
+    // coordinates cannot decide looks its slot up again), so they are not held across the
+    // multiplications, which in G2 are calls that save what is live.
     uint32_t at[2 * MSM_AFFINE_PER];
+    uint32_t paired = 0;
 #pragma unroll
     for (uint32_t k = 0; k < MSM_AFFINE_PER; k++) {
         uint32_t ia = slots[k].in.base + 2 * slots[k].j;
         at[2 * k] = ia;
         at[2 * k + 1] = ia + 1;
-        if (level_in == 0 && slots[k].valid && 2 * slots[k].j + 1 < slots[k].in.count) {
-            at[2 * k] = (uint32_t)sorted[e0 + ia] & MSM_KEY_MASK;
-            at[2 * k + 1] = (uint32_t)sorted[e0 + ia + 1] & MSM_KEY_MASK;
+        if (slots[k].valid && 2 * slots[k].j + 1 < slots[k].in.count) {
+            paired |= 1u << k;
+            if (level_in == 0) {
+                at[2 * k] = (uint32_t)sorted[e0 + ia] & MSM_KEY_MASK;
+                at[2 * k + 1] = (uint32_t)sorted[e0 + ia + 1] & MSM_KEY_MASK;
+            }
         }
     }
     const affine_t<F>* src = level_in == 0 ? bases + base_offset : pts_in;
-    // Which slots hold a pair, as one mask: the slots' positions are not needed past this point
-    // (the rare pair that the x coordinates cannot decide looks its slot up again), so they are
-    // not held across the multiplications, which in G2 are calls that save what is live.
-    uint32_t paired = 0;
-#pragma unroll
-    for (uint32_t k = 0; k < MSM_AFFINE_PER; k++) {
-        if (slots[k].valid && 2 * slots[k].j + 1 < slots[k].in.count) paired |= 1u << k;
-    }
     F q = F::one();
 #pragma unroll
     for (uint32_t k = 0; k < MSM_AFFINE_PER; k++) {
