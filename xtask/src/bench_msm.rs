@@ -318,15 +318,19 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
          window, two full additions per bucket) times their Fp multiplications (G1: 10 and 14, \
          G2: 25 and 35, an Fp2 multiplication or squaring counted as 2.5 Fp multiplications), at the Fp multiplication rate of the throughput probe `msm_bench_fp_mul` \
          in the same run, **{:.1} G/s**{other_rates}.{madd_text} Batch-affine: its number of \
-         window *groups* (scratch within 6 GiB), the time with one group (all windows at once, \
-         where that differs), and its floor (G1: 6, G2: 15 multiplications per addition).\n\n\
+         window *groups* (their scratch within the plan's budget: `GpuMsm::plan` gives a tenth \
+         of the device's memory, at least 6 GiB, `affine_scratch_for_device`; several groups run \
+         alternately on two lanes since session 13), the time with one group (all windows at \
+         once, one lane, where that differs), and its floor (G1: 6, G2: 15 multiplications per \
+         addition).\n\n\
          | group | n | window (bits) | bucket sums | resident (ms) | resident / floor | streamed, pinned (ms) | streamed, pageable (ms) | XYZZ (ms) | XYZZ floor (ms) | batch-affine (ms) | groups | one group (ms) | batch-affine floor (ms) | sppark, same H200 (ms, our speed-up) | checked | device memory (MiB) |\n\
          |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n{table}\n{sweep_text}\
-         Stages (CUDA events between stages, summed over chunks and groups, ms): `digits` \
+         Stages (CUDA events between stages of one profiled run, which issues every lane's \
+         work on one stream, summed over chunks and groups, ms): `digits` \
          signed digits and bucket counts, `scan` prefix sum, `scatter` counting sort; XYZZ: \
          `accumulate` the bucket sums' first level (the mixed additions), `merge` the later \
          levels; batch-affine: `pairs` denominators and running products (with the group's \
-         statistics, downloaded), `invert` the batch inversion tree, `sums` the affine \
+         statistics, downloaded), `invert` the batch inversion (blockwise or a tree), `sums` the affine \
          additions, `buckets` each bucket's last value into its XYZZ bucket; `reduce` the bucket \
          reduction on the device, `host` the rest on the host.\n\n\
          | group | n | stages, XYZZ | stages, batch-affine |\n|---|---|---|---|\n{stages}",

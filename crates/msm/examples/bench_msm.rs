@@ -18,7 +18,10 @@
 //! `--streamed-window-bits C` replace the streamed plan's chunk length and window;
 //! `--streamed-first-chunk N` the streamed plan's first chunk, at most a chunk;
 //! `--streamed-accumulation xyzz|batch-affine` the streamed plan's bucket sums;
-//! `--accumulate-seg N` the sorted entries per thread of the resident plan's first level). Prints a
+//! `--accumulate-seg N` the sorted entries per thread of the resident plan's first level;
+//! `--affine-lanes N` (1 or 2), `--affine-scratch BYTES` and `--affine-block-inverse-max N` the
+//! lanes and scratch budget of the batch-affine groups of windows and the most values a round
+//! inverts blockwise, in the resident and streamed plans). Prints a
 //! Markdown table; `--out` also writes every figure as JSON, which
 //! `cargo xtask bench msm --from FILE.json` turns into docs/benchmarks.md.
 
@@ -54,7 +57,26 @@ struct Args {
     accumulate_seg: Option<usize>,
     streamed_first_chunk: Option<usize>,
     streamed_accumulation: Option<Accumulation>,
+    affine_lanes: Option<u32>,
+    affine_scratch: Option<usize>,
+    affine_block_inverse_max: Option<usize>,
     out: Option<String>,
+}
+
+impl Args {
+    /// `plan` with the batch-affine lanes and scratch the arguments set.
+    fn affine_layout(&self, mut plan: MsmPlan) -> MsmPlan {
+        if let Some(bytes) = self.affine_scratch {
+            plan = plan.with_affine_scratch(bytes);
+        }
+        if let Some(lanes) = self.affine_lanes {
+            plan = plan.with_affine_lanes(lanes);
+        }
+        if let Some(values) = self.affine_block_inverse_max {
+            plan = plan.with_affine_block_inverse_max(values);
+        }
+        plan
+    }
 }
 
 /// An accumulation as the JSON names it.
@@ -91,6 +113,10 @@ fn parse_args() -> Args {
         streamed_window_bits: get("--streamed-window-bits")
             .map(|v| v.parse().expect("a window width")),
         accumulate_seg: get("--accumulate-seg").map(|v| v.parse().expect("entries per thread")),
+        affine_lanes: get("--affine-lanes").map(|v| v.parse().expect("a number of lanes")),
+        affine_scratch: get("--affine-scratch").map(|v| v.parse().expect("a number of bytes")),
+        affine_block_inverse_max: get("--affine-block-inverse-max")
+            .map(|v| v.parse().expect("a number of values")),
         streamed_first_chunk: get("--streamed-first-chunk")
             .map(|v| v.parse().expect("points of the first chunk")),
         streamed_accumulation: get("--streamed-accumulation").map(|v| {
@@ -250,6 +276,7 @@ fn bench_group<C: GpuCurve>(
         if let Some(seg) = args.accumulate_seg {
             plan.accumulate_seg = seg.max(1);
         }
+        plan = args.affine_layout(plan);
         let dev_bases = gpu.upload_bases::<C>(bases).expect("upload bases");
         let dev_scalars = gpu.upload_scalars(scalars).expect("upload scalars");
         // The resident MSM by plan `p`, plain and profiled.
@@ -332,6 +359,7 @@ fn bench_group<C: GpuCurve>(
         if let Some(accumulation) = args.streamed_accumulation {
             splan = splan.with_accumulation(accumulation);
         }
+        splan = args.affine_layout(splan);
         let chunked_ms = args.streamed.then(|| time_plan(&splan));
         let window_sweep = if args.window_sweep {
             let lo = plan.window_bits.saturating_sub(2).max(4);
@@ -412,11 +440,15 @@ fn bench_group<C: GpuCurve>(
             device_mib: plan.device_bytes() as f64 / (1 << 20) as f64,
         };
         eprintln!(
-            "{name} 2^{log_n}: resident {:.2} ms ({:?}; XYZZ {}, batch-affine {}, one group {}), streamed pinned {}, pageable {}, resident in the streamed chunks {} (c = {}, {} chunks), XYZZ floor {:.2} ms, c = {}, window sweep [{}], stages {}; XYZZ stages {}; batch-affine stages {}; streamed (pinned) stages {}",
+            "{name} 2^{log_n}: resident {:.2} ms ({:?}; XYZZ {}, batch-affine {} ({} groups of {} windows on {} lanes, {:.0} MiB), one group {}), streamed pinned {}, pageable {}, resident in the streamed chunks {} (c = {}, {} chunks), XYZZ floor {:.2} ms, c = {}, window sweep [{}], stages {}; XYZZ stages {}; batch-affine stages {}; streamed (pinned) stages {}",
             row.resident_ms,
             row.accumulation,
             row.xyzz_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
             row.affine_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
+            affine.affine_groups(),
+            affine.affine_group_windows,
+            affine.affine_lanes_used(),
+            affine.device_bytes() as f64 / (1 << 20) as f64,
             row.wide_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
             row.pinned_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
             row.streamed_ms.map_or("-".into(), |v| format!("{v:.2} ms")),

@@ -3,15 +3,18 @@
 //!
 //! After a chunk's counting sort, each group of windows runs rounds until no bucket holds more
 //! than [`AFFINE_TAIL`] values ([`rounds_for`]); a round pairs up every bucket's values and adds
-//! each pair in affine coordinates, the round's inversions shared by one batch inversion (a tree
-//! of Montgomery's trick with one inversion at the top). Each bucket's remaining values are then
-//! added into its XYZZ bucket (which the MSM's first chunk does not read: it is still
-//! infinity), and the reduction reads those as before.
+//! each pair in affine coordinates, the round's inversions shared by one batch inversion
+//! (Montgomery's trick: blockwise, one inversion per block, while the blocks fit one wave on the
+//! device; above that a tree with one inversion at the top). Each bucket's remaining values are
+//! then added into its XYZZ bucket (which the MSM's first chunk does not read: it is still
+//! infinity), and the reduction reads those as before. The groups alternate between two compute
+//! lanes when the plan has two ([`MsmPlan::affine_lanes_used`]), each with its own workspace.
 
 use super::curve::{kernels_of, GpuCurve};
 use super::exec::{blocks, u32_arg, Arg, Exec};
 use super::plan::{
-    tree_sizes, AffineScratch, MsmPlan, AFFINE_PER, INT_BLOCK, POINT_BLOCK, TREE_PER,
+    tree_sizes, AffineScratch, MsmPlan, AFFINE_PER, BLOCK_INVERSE_SPAN, INT_BLOCK, POINT_BLOCK,
+    TREE_PER,
 };
 use super::GpuMsmError;
 
@@ -26,6 +29,7 @@ pub(crate) struct AffineWorkspace<B> {
     /// running products, which become their inverses.
     tree_vals: Vec<B>,
     tree_pre: Vec<B>,
+    /// Every group's largest bucket and number of entries (two u32 per group).
     stats: B,
     /// Field elements `prefix` holds (zero: the prefix products wait in the output level's
     /// points instead, `Group::prefix_in_output`), and each tree level: the kernels lay these
@@ -43,6 +47,7 @@ impl<B> AffineWorkspace<B> {
             tree,
             field_bytes,
             affine_bytes,
+            groups,
             ..
         } = plan.affine_scratch(plan.affine_group_windows);
         let alloc_levels = |sizes: &[usize]| -> Result<Vec<B>, GpuMsmError> {
@@ -64,7 +69,7 @@ impl<B> AffineWorkspace<B> {
             prefix: exec.alloc(prefix.max(1) * field_bytes)?,
             tree_vals: alloc_levels(&tree)?,
             tree_pre: alloc_levels(&tree)?,
-            stats: exec.alloc(8)?,
+            stats: exec.alloc(8 * groups.max(1))?,
             prefix_cap: u32_arg(prefix, "prefix products")?,
             tree_caps,
         })
@@ -82,50 +87,109 @@ pub(crate) struct SortedChunk<'a, B> {
 }
 
 /// Adds the chunk's sorted entries into `buckets`, group of windows by group, by batch-affine
-/// rounds. `fresh`: every bucket is still infinity (the MSM's first chunk), so the buckets are
-/// written without being read.
+/// rounds: group `g` on lane `g % lanes`, with that lane's workspace (`ws`: one per lane). The
+/// side lane starts once the chunk's sort is done (an event), and the main lane waits for it
+/// before this returns, error or not, so later work (the next chunk's sort, the reduction, the
+/// buffers' reuse) finds every group summed. Groups write disjoint ranges of `buckets` and only
+/// read the chunk. `fresh`: every bucket is still infinity (the MSM's first chunk), so the
+/// buckets are written without being read.
 pub(crate) fn accumulate<E: Exec, C: GpuCurve>(
     exec: &E,
     plan: &MsmPlan,
-    ws: &mut AffineWorkspace<E::Buf>,
+    ws: &mut [AffineWorkspace<E::Buf>],
     buckets: &E::Buf,
     chunk: &SortedChunk<'_, E::Buf>,
     fresh: bool,
 ) -> Result<(), GpuMsmError> {
-    let per_window = plan.buckets_per_window();
     let group_windows = plan.affine_group_windows.max(1);
-    let mut w0 = 0;
-    while w0 < plan.n_windows {
-        let w1 = (w0 + group_windows).min(plan.n_windows);
-        let k0 = w0 as usize * per_window;
-        let n_keys = (w1 - w0) as usize * per_window;
-        let (largest, entries) = stats(exec, ws, chunk.offsets, k0, n_keys)?;
-        let rounds = rounds_for(largest);
-        let mut size = entries;
-        for level in 0..rounds {
-            let n_out = (size + n_keys) / 2;
-            let group = Group {
-                k0,
-                level,
-                n_in: size,
-                n_out,
-                n_threads: n_out.div_ceil(AFFINE_PER),
-            };
-            exec.zero(&mut ws.keys[level_index(level + 1)])?;
-            slots(exec, ws, chunk, &group)?;
-            pairs::<E, C>(exec, ws, chunk, &group)?;
-            exec.mark("pairs")?;
-            invert::<E, C>(exec, ws, group.n_threads)?;
-            exec.mark("invert")?;
-            sums::<E, C>(exec, ws, chunk, &group)?;
-            exec.mark("sums")?;
-            size = n_out;
-        }
-        affine_buckets::<E, C>(exec, ws, buckets, chunk, (k0, n_keys), rounds, fresh)?;
-        exec.mark("buckets")?;
-        w0 = w1;
+    let per_window = plan.buckets_per_window();
+    let group_keys = group_windows as usize * per_window;
+    let stats = stats(exec, &mut ws[0], chunk.offsets, plan, group_keys)?;
+    let lanes: Vec<E> = (0..ws.len() as u32).map(|l| exec.lane(l)).collect();
+    let sorted = exec.record_compute()?;
+    for lane in &lanes[1..] {
+        lane.compute_waits_for(&sorted)?;
     }
-    Ok(())
+    let mut passes: Vec<Pass> = stats
+        .iter()
+        .enumerate()
+        .map(|(g, &(largest, entries))| {
+            let w0 = g as u32 * group_windows;
+            let w1 = (w0 + group_windows).min(plan.n_windows);
+            Pass {
+                k0: w0 as usize * per_window,
+                n_keys: (w1 - w0) as usize * per_window,
+                rounds: rounds_for(largest),
+                size: entries,
+            }
+        })
+        .collect();
+    let mut run = || -> Result<(), GpuMsmError> {
+        for (g, pass) in passes.iter_mut().enumerate() {
+            let l = g % lanes.len();
+            for level in 0..pass.rounds {
+                let group = pass.round(level);
+                let block_max = plan.affine_block_inverse_max;
+                round::<E, C>(&lanes[l], &mut ws[l], chunk, &group, block_max)?;
+            }
+            let span = (pass.k0, pass.n_keys);
+            affine_buckets::<E, C>(&lanes[l], &ws[l], buckets, chunk, span, pass.rounds, fresh)?;
+            lanes[l].mark("buckets")?;
+        }
+        Ok(())
+    };
+    let result = run();
+    // Join the side lane whatever happened: its work reads and writes buffers that go back to
+    // the caller (or the buffer cache) when this returns.
+    for lane in &lanes[1..] {
+        let done = lane.record_compute()?;
+        exec.compute_waits_for(&done)?;
+    }
+    result
+}
+
+/// One group of windows' rounds: buckets `k0..k0 + n_keys`, `rounds` rounds, `size` values in
+/// the next round's input level.
+struct Pass {
+    k0: usize,
+    n_keys: usize,
+    rounds: u32,
+    size: usize,
+}
+
+impl Pass {
+    /// The shape of round `level` (the next one), whose output becomes the next input.
+    fn round(&mut self, level: u32) -> Group {
+        let n_out = (self.size + self.n_keys) / 2;
+        let group = Group {
+            k0: self.k0,
+            level,
+            n_in: self.size,
+            n_out,
+            n_threads: n_out.div_ceil(AFFINE_PER),
+        };
+        self.size = n_out;
+        group
+    }
+}
+
+/// One round: its output slots' keys, the pairs' denominators and the threads' running
+/// products, the batch inversion (blockwise up to `block_max` values), the affine sums.
+fn round<E: Exec, C: GpuCurve>(
+    exec: &E,
+    ws: &mut AffineWorkspace<E::Buf>,
+    chunk: &SortedChunk<'_, E::Buf>,
+    group: &Group,
+    block_max: usize,
+) -> Result<(), GpuMsmError> {
+    exec.zero(&mut ws.keys[level_index(group.level + 1)])?;
+    slots(exec, ws, chunk, group)?;
+    pairs::<E, C>(exec, ws, chunk, group)?;
+    exec.mark("pairs")?;
+    invert::<E, C>(exec, ws, group.n_threads, block_max)?;
+    exec.mark("invert")?;
+    sums::<E, C>(exec, ws, chunk, group)?;
+    exec.mark("sums")
 }
 
 /// Values a bucket may still hold after the rounds: msm_affine_buckets adds them with mixed XYZZ
@@ -168,31 +232,39 @@ fn inputs<B>(ws: &AffineWorkspace<B>, level: u32) -> (&B, &B) {
     (&ws.points[i], &ws.keys[i])
 }
 
-/// msm_affine_stats: the group's largest bucket and its number of entries (downloaded).
+/// Buckets per thread of msm_affine_stats.
+const STATS_PER: usize = 64;
+
+/// msm_affine_stats: every group's largest bucket and number of entries (one launch, one
+/// download), groups of `group_keys` buckets over all the plan's windows.
 fn stats<E: Exec>(
     exec: &E,
     ws: &mut AffineWorkspace<E::Buf>,
     offsets: &E::Buf,
-    k0: usize,
-    n_keys: usize,
-) -> Result<(u32, usize), GpuMsmError> {
+    plan: &MsmPlan,
+    group_keys: usize,
+) -> Result<Vec<(u32, usize)>, GpuMsmError> {
+    let n_keys = plan.total_buckets();
+    let groups = plan.affine_groups() as usize;
     exec.zero(&mut ws.stats)?;
     exec.launch(
         "msm_affine_stats",
-        blocks(n_keys, INT_BLOCK)?,
+        blocks(n_keys.div_ceil(STATS_PER), INT_BLOCK)?,
         INT_BLOCK,
         &[
             Arg::Buf(&ws.stats),
             Arg::Buf(offsets),
-            Arg::U32(u32_arg(k0, "first bucket")?),
+            Arg::U32(u32_arg(group_keys, "buckets per group")?),
             Arg::U32(u32_arg(n_keys, "buckets")?),
+            Arg::U32(STATS_PER as u32),
         ],
     )?;
-    let mut bytes = [0u8; 8];
+    let mut bytes = vec![0u8; E::size(&ws.stats)];
     exec.download(&ws.stats, &mut bytes)?;
-    let largest = u32::from_le_bytes(bytes[0..4].try_into().expect("4 bytes"));
-    let entries = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
-    Ok((largest, entries as usize))
+    let word = |i: usize| u32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+    Ok((0..groups)
+        .map(|g| (word(2 * g), word(2 * g + 1) as usize))
+        .collect())
 }
 
 /// msm_affine_slots: the keys of the round's output slots, one thread per input value.
@@ -287,14 +359,37 @@ fn sums<E: Exec, C: GpuCurve>(
     )
 }
 
-/// The inverses of `tree_vals[0][..n]` into `tree_pre[0]`: msm_inv_up_<g> level by level,
-/// msm_inv_top_<g>, then msm_inv_down_<g> back down.
+/// Threads per block of msm_inv_top_<g> launched blockwise (kernels/msm/affine.cuh,
+/// MSM_TOP_THREADS).
+const TOP_THREADS: u32 = 128;
+
+/// The inverses of `tree_vals[0][..n]` into `tree_pre[0]`. At most `block_max` values:
+/// msm_inv_top_<g> on blocks of BLOCK_INVERSE_SPAN values, each with its own inversion, in one
+/// launch. More: a tree, msm_inv_up_<g> level by level, msm_inv_top_<g> on one block, then
+/// msm_inv_down_<g> back down; there the blocks' lone inversions would idle their
+/// multiprocessors wave after wave, while the tree's small levels cost a launch each.
 fn invert<E: Exec, C: GpuCurve>(
     exec: &E,
     ws: &AffineWorkspace<E::Buf>,
     n: usize,
+    block_max: usize,
 ) -> Result<(), GpuMsmError> {
     let kernels = kernels_of::<C>();
+    if n <= block_max {
+        // Every block inverts its BLOCK_INVERSE_SPAN values on its own: one launch, no tree.
+        return exec.launch(
+            kernels.inv_top,
+            blocks(n, BLOCK_INVERSE_SPAN as u32)?,
+            TOP_THREADS,
+            &[
+                Arg::Buf(&ws.tree_pre[0]),
+                Arg::Buf(&ws.tree_vals[0]),
+                Arg::U32(u32_arg(n, "values")?),
+                Arg::U32(ws.tree_caps[0]),
+                Arg::U32(BLOCK_INVERSE_SPAN as u32),
+            ],
+        );
+    }
     let (top_threads, top_values) = C::GROUP.tree_top();
     let sizes = tree_sizes(n, top_values);
     let top = sizes.len() - 1;
@@ -325,6 +420,7 @@ fn invert<E: Exec, C: GpuCurve>(
             Arg::Buf(&ws.tree_vals[top]),
             Arg::U32(u32_arg(sizes[top], "tree top")?),
             Arg::U32(ws.tree_caps[top]),
+            Arg::U32(u32_arg(sizes[top], "tree top")?),
         ],
     )?;
     for level in (0..top).rev() {

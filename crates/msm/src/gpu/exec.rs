@@ -2,10 +2,10 @@
 //! host emulator of `kernels/emu/` ([`EmuExec`], feature `emu`).
 //!
 //! The MSM and batch-addition drivers ([`super::pippenger`], [`super::batch`]) are written once
-//! against [`Exec`]: untyped byte buffers, one compute lane and one copy lane, kernels launched by
-//! name with their arguments in order. On the device the lanes are two streams ordered by events;
-//! in the emulator everything runs at once on the calling thread, so the lanes' ordering calls do
-//! nothing. Buffers hold no type: each launch wrapper states the element type its kernel expects.
+//! against [`Exec`]: untyped byte buffers, a compute lane (and a side compute lane) and a copy
+//! lane, kernels launched by name with their arguments in order. On the device the lanes are
+//! streams ordered by events; in the emulator everything runs at once on the calling thread,
+//! where it checks the ordering calls between the compute and copy lanes. Buffers hold no type: each launch wrapper states the element type its kernel expects.
 #![allow(unsafe_code)]
 
 use super::GpuMsmError;
@@ -68,6 +68,18 @@ pub(crate) trait Exec {
     fn record_compute(&self) -> Result<Self::Event, GpuMsmError>;
     /// Makes later copies wait until the compute lane has passed `event`.
     fn copies_wait_for(&self, event: &Self::Event) -> Result<(), GpuMsmError>;
+    /// This executor with its compute work on lane `lane` instead: 0 is the main compute lane,
+    /// 1 a side lane that runs alongside it (the batch-affine groups of windows, two at a time).
+    /// Both share the buffers and the copy lane; work on different lanes is ordered only by
+    /// events ([`record_compute`](Self::record_compute) on one lane,
+    /// [`compute_waits_for`](Self::compute_waits_for) on the other). Allocations stay on the
+    /// main lane.
+    fn lane(&self, lane: u32) -> Self
+    where
+        Self: Sized;
+    /// Makes later compute work on this executor's lane wait until the lane that recorded
+    /// `event` has passed it.
+    fn compute_waits_for(&self, event: &Self::Event) -> Result<(), GpuMsmError>;
     /// Copies one buffer into another of the same size, on the compute lane.
     fn copy(&self, src: &Self::Buf, dst: &mut Self::Buf) -> Result<(), GpuMsmError>;
     /// Copies a buffer into host bytes of the same size once the compute lane has produced it.
@@ -141,6 +153,8 @@ mod gpu {
         kernels: HashMap<&'static str, Kernel>,
         pub(crate) stream: Stream,
         pub(crate) copy_stream: Stream,
+        /// The side compute lane ([`Exec::lane`] 1).
+        pub(crate) side_stream: Stream,
     }
 
     impl GpuKernels {
@@ -156,6 +170,7 @@ mod gpu {
                 kernels,
                 stream: device.new_stream()?,
                 copy_stream: device.new_stream()?,
+                side_stream: device.new_stream()?,
             })
         }
 
@@ -240,16 +255,32 @@ mod gpu {
         }
     }
 
-    /// [`Exec`] on a device: compute on `kernels.stream`, copies on `kernels.copy_stream`.
-    #[derive(Debug)]
+    /// [`Exec`] on a device: compute on `kernels.stream` (lane 1: `kernels.side_stream`),
+    /// copies on `kernels.copy_stream`.
+    #[derive(Clone, Debug)]
     pub(crate) struct GpuExec<'d> {
         pub(crate) kernels: &'d GpuKernels,
         /// Where this call's own buffers come from and go back to.
         pub(crate) cache: &'d BufferCache<DeviceBuffer<u8>>,
         /// Where this call's pinned staging buffers come from and go back to.
         pub(crate) staging: &'d BufferCache<PinnedBuffer<u8>>,
-        /// With `Some`, [`Exec::mark`] records an event per stage end here.
+        /// With `Some`, [`Exec::mark`] records an event per stage end here, and every lane's
+        /// work runs on the main stream, in the order it was issued: stage times are
+        /// differences of consecutive events, which only one stream gives.
         pub(crate) profile: Option<&'d std::cell::RefCell<Vec<(&'static str, Event)>>>,
+        /// The compute lane (see [`Exec::lane`]).
+        pub(crate) lane: u32,
+    }
+
+    impl GpuExec<'_> {
+        /// The stream of this executor's compute lane.
+        fn stream(&self) -> &Stream {
+            if self.lane == 0 || self.profile.is_some() {
+                &self.kernels.stream
+            } else {
+                &self.kernels.side_stream
+            }
+        }
     }
 
     impl<'d> Exec for GpuExec<'d> {
@@ -265,7 +296,7 @@ mod gpu {
         fn alloc(&self, bytes: usize) -> Result<Self::Buf, GpuMsmError> {
             let buf = match self.cache.take(bytes) {
                 Some(buf) => buf,
-                None => self.kernels.stream.alloc::<u8>(bytes)?,
+                None => self.kernels.stream.alloc::<u8>(bytes)?, // allocations: main lane
             };
             Ok(GpuBuf::Owned(self.cache.lend(buf)))
         }
@@ -278,11 +309,11 @@ mod gpu {
         }
 
         fn zero(&self, buf: &mut Self::Buf) -> Result<(), GpuMsmError> {
-            Ok(self.kernels.stream.memset_zero(buf.owned_mut()?)?)
+            Ok(self.stream().memset_zero(buf.owned_mut()?)?)
         }
 
         fn upload(&self, dst: &mut Self::Buf, src: &[u8]) -> Result<(), GpuMsmError> {
-            Ok(self.kernels.stream.copy_to_device(src, dst.owned_mut()?)?)
+            Ok(self.stream().copy_to_device(src, dst.owned_mut()?)?)
         }
 
         fn upload_pinned(
@@ -340,33 +371,41 @@ mod gpu {
 
         fn compute_waits_for_copies(&self) -> Result<(), GpuMsmError> {
             let event = self.kernels.copy_stream.record_event()?;
-            Ok(self.kernels.stream.wait_event(&event)?)
+            Ok(self.stream().wait_event(&event)?)
         }
 
         fn record_compute(&self) -> Result<Event, GpuMsmError> {
-            Ok(self.kernels.stream.record_event()?)
+            Ok(self.stream().record_event()?)
         }
 
         fn copies_wait_for(&self, event: &Event) -> Result<(), GpuMsmError> {
             Ok(self.kernels.copy_stream.wait_event(event)?)
         }
 
+        fn lane(&self, lane: u32) -> Self {
+            Self {
+                lane,
+                ..self.clone()
+            }
+        }
+
+        fn compute_waits_for(&self, event: &Event) -> Result<(), GpuMsmError> {
+            Ok(self.stream().wait_event(event)?)
+        }
+
         fn copy(&self, src: &Self::Buf, dst: &mut Self::Buf) -> Result<(), GpuMsmError> {
-            Ok(self
-                .kernels
-                .stream
-                .copy_device(src.owned()?, dst.owned_mut()?)?)
+            Ok(self.stream().copy_device(src.owned()?, dst.owned_mut()?)?)
         }
 
         fn download(&self, src: &Self::Buf, dst: &mut [u8]) -> Result<(), GpuMsmError> {
-            Ok(self.kernels.stream.copy_to_host(src.owned()?, dst)?)
+            Ok(self.stream().copy_to_host(src.owned()?, dst)?)
         }
 
         fn mark(&self, stage: &'static str) -> Result<(), GpuMsmError> {
             if let Some(marks) = self.profile {
                 marks
                     .borrow_mut()
-                    .push((stage, self.kernels.stream.record_event()?));
+                    .push((stage, self.stream().record_event()?));
             }
             Ok(())
         }
@@ -403,8 +442,9 @@ mod gpu {
             // arguments of its kernel in order with the types of its C signature (buffers as
             // pointers, `U32`/`U64` as uint32_t/uint64_t) and sizes the buffers for the indices
             // the kernel's header comment states for that launch shape. Buffers live until the
-            // driver function that launched returns, after a download on the same stream.
-            unsafe { function.launch(&self.kernels.stream, config, &kargs)? };
+            // driver function that launched returns, after a download on the main stream, which
+            // has waited for the side lane's work first (affine.rs joins it on every path).
+            unsafe { function.launch(self.stream(), config, &kargs)? };
             Ok(())
         }
     }
@@ -420,6 +460,7 @@ pub(crate) use emu::EmuExec;
 mod emu {
     use std::cell::Cell;
     use std::ffi::{c_char, c_void, CString};
+    use std::rc::Rc;
 
     use super::{Arg, Exec};
     use crate::gpu::GpuMsmError;
@@ -488,15 +529,24 @@ mod emu {
 
     /// [`Exec`] on the host emulator, pretending to have `sm_count` multiprocessors.
     ///
-    /// Everything runs at once on the calling thread, so the two lanes cannot race here; instead
-    /// the emulator checks the ordering calls a device needs, and fails the call that breaks
-    /// one. Operations on each lane are numbered. A compute operation (kernel, copy, download)
+    /// Everything runs at once on the calling thread, so the lanes cannot race here; instead
+    /// the emulator checks the ordering calls a device needs between the compute and copy
+    /// lanes, and fails the call that breaks one (the side compute lane is the compute lane
+    /// here: its ordering is tested on a device only). Operations on each lane are numbered. A compute operation (kernel, copy, download)
     /// on a buffer with a copy-lane copy the compute lane was not told to wait for
     /// (`compute_waits_for_copies`) is an error, and so is a copy into a buffer that compute
     /// operations used after the last point the copy lane waited for (`copies_wait_for`).
     #[derive(Debug, Default)]
     pub(crate) struct EmuExec {
         pub(crate) sm_count: u32,
+        /// The lanes' counters, shared by every lane's view of the executor ([`Exec::lane`]):
+        /// the emulator runs each lane's work when it is issued, so both compute lanes count as
+        /// one here.
+        state: Rc<EmuState>,
+    }
+
+    #[derive(Debug, Default)]
+    struct EmuState {
         /// Copy-lane copies issued so far.
         copies: Cell<u64>,
         /// Copies the compute lane has waited for (the first this many).
@@ -518,8 +568,9 @@ mod emu {
         /// Numbers a compute operation on `bufs`, after checking that each has no copy the
         /// compute lane has not waited for.
         fn compute_on(&self, what: &str, bufs: &[&EmuBuf]) -> Result<(), GpuMsmError> {
+            let state = &self.state;
             for buf in bufs {
-                if buf.copied_by.get() > self.compute_waited.get() {
+                if buf.copied_by.get() > state.compute_waited.get() {
                     return Err(GpuMsmError::Emulator(format!(
                         "{what} uses a buffer of {} bytes whose copy (number {}) the compute lane \
                          did not wait for",
@@ -528,8 +579,8 @@ mod emu {
                     )));
                 }
             }
-            let n = self.computes.get() + 1;
-            self.computes.set(n);
+            let n = state.computes.get() + 1;
+            state.computes.set(n);
             for buf in bufs {
                 buf.used_by.set(n);
             }
@@ -599,7 +650,7 @@ mod emu {
                     dst.bytes
                 )));
             }
-            if dst.used_by.get() > self.copies_waited.get() {
+            if dst.used_by.get() > self.state.copies_waited.get() {
                 return Err(GpuMsmError::Emulator(format!(
                     "a copy into a buffer of {} bytes that compute operation {} uses, which the \
                      copy lane did not wait for",
@@ -607,8 +658,8 @@ mod emu {
                     dst.used_by.get()
                 )));
             }
-            let n = self.copies.get() + 1;
-            self.copies.set(n);
+            let n = self.state.copies.get() + 1;
+            self.state.copies.set(n);
             dst.copied_by.set(n);
             dst.bytes_mut()[..src.len()].copy_from_slice(src);
             Ok(())
@@ -634,21 +685,35 @@ mod emu {
 
         fn wait_for_copies(&self) -> Result<(), GpuMsmError> {
             // The host waited: every copy has landed, for the compute lane too.
-            self.compute_waited.set(self.copies.get());
+            self.state.compute_waited.set(self.state.copies.get());
             Ok(())
         }
 
         fn compute_waits_for_copies(&self) -> Result<(), GpuMsmError> {
-            self.compute_waited.set(self.copies.get());
+            self.state.compute_waited.set(self.state.copies.get());
             Ok(())
         }
 
         fn record_compute(&self) -> Result<u64, GpuMsmError> {
-            Ok(self.computes.get())
+            Ok(self.state.computes.get())
         }
 
         fn copies_wait_for(&self, event: &u64) -> Result<(), GpuMsmError> {
-            self.copies_waited.set(self.copies_waited.get().max(*event));
+            self.state
+                .copies_waited
+                .set(self.state.copies_waited.get().max(*event));
+            Ok(())
+        }
+
+        fn lane(&self, _lane: u32) -> Self {
+            Self {
+                sm_count: self.sm_count,
+                state: Rc::clone(&self.state),
+            }
+        }
+
+        fn compute_waits_for(&self, _event: &u64) -> Result<(), GpuMsmError> {
+            // Every compute operation has run by the time the next is issued.
             Ok(())
         }
 

@@ -57,8 +57,9 @@ use crate::MsmError;
 
 pub use curve::{DeviceElement, GpuCurve};
 pub use plan::{
-    device_bytes_needed, num_windows, streamed_chunk_len, Accumulation, Group, MsmPlan,
-    DEFAULT_AFFINE_SCRATCH, DEFAULT_RESIDENT_CHUNK, DEFAULT_SCATTER_REGION, DEFAULT_STREAMED_CHUNK,
+    affine_scratch_for_device, device_bytes_needed, num_windows, streamed_chunk_len, Accumulation,
+    Group, MsmPlan, DEFAULT_AFFINE_LANES, DEFAULT_AFFINE_SCRATCH, DEFAULT_RESIDENT_CHUNK,
+    DEFAULT_SCATTER_REGION, DEFAULT_STREAMED_CHUNK, MAX_AFFINE_LANES,
 };
 
 #[cfg(feature = "cuda")]
@@ -117,7 +118,7 @@ mod device {
     use super::curve::affine_bytes;
     use super::exec::{as_bytes, GpuBuf, GpuExec, GpuKernels, PinnedSource};
     use super::pippenger::{self, Source};
-    use super::plan::POINT_BLOCK;
+    use super::plan::{affine_scratch_for_device, POINT_BLOCK};
     use super::testops::{self, FieldOp, PointOp};
     use super::{
         streamed_chunk_len, Accumulation, GpuCurve, GpuMsmError, Group, MsmPlan, ScalarForm,
@@ -220,6 +221,7 @@ mod device {
                 cache: &self.msm.cache,
                 staging: &self.msm.staging,
                 profile,
+                lane: 0,
             }
         }
     }
@@ -287,10 +289,13 @@ mod device {
         }
 
         /// The plan this device uses for `n` points with bases and scalars on the device: the
-        /// scatter's parts sized to the device's L2.
+        /// scatter's parts sized to the device's L2, the batch-affine scratch to its memory
+        /// ([`affine_scratch_for_device`]).
         pub fn plan(&self, n: usize, group: Group) -> MsmPlan {
             let info = self.kernels.device.info();
-            MsmPlan::new(n, group, info.sm_count).with_scatter_region(info.l2_bytes)
+            MsmPlan::new(n, group, info.sm_count)
+                .with_scatter_region(info.l2_bytes)
+                .with_affine_scratch(affine_scratch_for_device(info.total_memory))
         }
 
         /// The plan [`msm`](Self::msm) uses for `n` points when bases or scalars stream from
@@ -300,7 +305,8 @@ mod device {
         pub fn streamed_plan(&self, n: usize, group: Group) -> MsmPlan {
             let info = self.kernels.device.info();
             let plan = MsmPlan::for_chunks(n, group, info.sm_count, streamed_chunk_len(n))
-                .with_scatter_region(info.l2_bytes);
+                .with_scatter_region(info.l2_bytes)
+                .with_affine_scratch(affine_scratch_for_device(info.total_memory));
             let accumulation = Accumulation::streamed_default(group, plan.chunk_len);
             plan.with_accumulation(accumulation)
         }

@@ -54,7 +54,8 @@ enum BucketSums<B> {
         part_keys: [B; 2],
         part_points: [B; 2],
     },
-    BatchAffine(AffineWorkspace<B>),
+    /// One workspace per lane the groups of windows run on.
+    BatchAffine(Vec<AffineWorkspace<B>>),
 }
 
 impl<B> Workspace<B> {
@@ -71,7 +72,11 @@ impl<B> Workspace<B> {
                     part_points: [exec.alloc(xyzz * 2 * t0)?, exec.alloc(xyzz * 2 * t1)?],
                 }
             }
-            Accumulation::BatchAffine => BucketSums::BatchAffine(AffineWorkspace::new(exec, plan)?),
+            Accumulation::BatchAffine => BucketSums::BatchAffine(
+                (0..plan.affine_lanes_used())
+                    .map(|_| AffineWorkspace::new(exec, plan))
+                    .collect::<Result<_, _>>()?,
+            ),
         };
         let scan = MsmPlan::scan_levels(g + 1)
             .into_iter()
@@ -226,7 +231,7 @@ pub(crate) fn msm<E: Exec, C: GpuCurve>(
                 exec.mark("stage")?;
             }
             // The next chunk's copies go in before this chunk's sums, so that they overlap all
-            // of them: batch-affine sums wait on the host for each window group's statistics,
+            // of them: batch-affine sums wait on the host for the window groups' statistics,
             // and copies queued after them would wait with them. A slot is refilled once the
             // chunk that last read it has been summed.
             if streaming && chunk + 1 < plan.n_chunks {

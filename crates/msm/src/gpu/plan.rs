@@ -130,9 +130,40 @@ impl Group {
 pub const DEFAULT_RESIDENT_CHUNK: usize = 1 << 25;
 
 /// Device memory the batch-affine rounds may use for their scratch (points, running products,
-/// inversion tree) by default; windows are summed in groups that fit (see
+/// inversion tree) by default, all lanes together; windows are summed in groups that fit (see
 /// [`MsmPlan::affine_group_windows`]).
 pub const DEFAULT_AFFINE_SCRATCH: usize = 6 << 30;
+
+/// The batch-affine scratch budget of a device with `total_memory` bytes (what `GpuMsm::plan`
+/// gives its plans): a tenth of the device, at least [`DEFAULT_AFFINE_SCRATCH`]. On the H200
+/// (139.8 GiB: 14 GiB) G2 2^24 runs in 8 groups of two windows on two lanes instead of 15 groups
+/// of one, 267.5 → 259.4 ms, and G1 2^24 in 5 groups of three on two lanes, 108.0 → 105.1 ms
+/// (docs/benchmarks.md, session 13).
+pub fn affine_scratch_for_device(total_memory: usize) -> usize {
+    (total_memory / 10).max(DEFAULT_AFFINE_SCRATCH)
+}
+
+/// Values per block of a blockwise batch inversion (msm_inv_top_<g> on many blocks of 128
+/// threads, kernels/msm/affine.cuh).
+pub const BLOCK_INVERSE_SPAN: usize = 2048;
+
+/// The most values a round inverts blockwise on a device of `sm_count` multiprocessors: as many
+/// blocks of [`BLOCK_INVERSE_SPAN`] as run at once at two per multiprocessor (G2's
+/// msm_inv_top: 202 registers, so two blocks of 128 threads fit). Within one wave the blocks'
+/// lone inversions overlap; beyond it each wave would idle its multiprocessors through them,
+/// and the tree's launches cost less. Measured on the H200 (docs/benchmarks.md, session 13),
+/// G2 2^24 in 8 groups on one lane: the tree everywhere 272.1 ms, blockwise everywhere 268.9,
+/// with all windows in one group 255.2 against 258.8.
+pub fn block_inverse_max(sm_count: u32) -> usize {
+    2 * sm_count.max(1) as usize * BLOCK_INVERSE_SPAN
+}
+
+/// Lanes (streams) on which the batch-affine groups of windows run at once, by default, when
+/// the windows do not fit one group (see [`MsmPlan::affine_lanes`]).
+pub const DEFAULT_AFFINE_LANES: u32 = 2;
+
+/// The most lanes a plan may ask for: the executor has a main compute lane and one side lane.
+pub const MAX_AFFINE_LANES: u32 = 2;
 
 /// Bytes of sorted entries one scatter launch writes when the plan does not know the device's
 /// L2 (`GpuMsm::plan` uses the L2's size: on the H200, 60 MiB measured best of 8, 16, 30, 60
@@ -269,6 +300,8 @@ pub(crate) struct AffineScratch {
     pub(crate) tree: Vec<usize>,
     pub(crate) field_bytes: usize,
     pub(crate) affine_bytes: usize,
+    /// Groups of the chunk's windows: each lane holds every group's statistics (two u32).
+    pub(crate) groups: usize,
 }
 
 impl AffineScratch {
@@ -276,7 +309,7 @@ impl AffineScratch {
         (self.points[0] + self.points[1]) * (self.affine_bytes + 4)
             + self.prefix * self.field_bytes
             + 2 * self.tree.iter().sum::<usize>() * self.field_bytes
-            + 8
+            + 8 * self.groups
     }
 }
 
@@ -321,6 +354,19 @@ pub struct MsmPlan {
     /// Windows whose buckets one batch-affine pass sums together (all of them when the
     /// scratch fits [`DEFAULT_AFFINE_SCRATCH`]).
     pub affine_group_windows: u32,
+    /// Lanes (streams) the batch-affine groups may run on, as requested (they run on
+    /// [`affine_lanes_used`](Self::affine_lanes_used)), group `g` on lane `g % lanes`, each
+    /// lane with its own scratch. A round's batch
+    /// inversion ends in small, latency-bound launches (the tree's upper levels and its top, one
+    /// block), which leave most of the device idle; on two lanes another group's rounds fill it.
+    pub affine_lanes: u32,
+    /// The scratch budget the groups and lanes were sized to (all lanes together).
+    pub affine_budget: usize,
+    /// A round whose batch inversion takes at most this many values (one per round thread)
+    /// inverts them blockwise, each block of [`BLOCK_INVERSE_SPAN`] values with its own
+    /// inversion in one launch; more go through a tree of launches with one inversion at its
+    /// top. The default, [`block_inverse_max`], is one wave of blocks on the device.
+    pub affine_block_inverse_max: usize,
     /// Bytes of sorted entries one launch of the counting sort's scatter may write before the
     /// window's buckets are cut into parts (zero: never cut); see
     /// [`MsmPlan::with_scatter_region`] and [`MsmPlan::scatter_parts`].
@@ -416,9 +462,12 @@ impl MsmPlan {
             accumulate_seg,
             accumulation: Accumulation::Xyzz,
             affine_group_windows: n_windows,
+            affine_lanes: DEFAULT_AFFINE_LANES,
+            affine_budget: DEFAULT_AFFINE_SCRATCH,
+            affine_block_inverse_max: block_inverse_max(sm_count),
             scatter_region: DEFAULT_SCATTER_REGION,
         };
-        plan.affine_group_windows = plan.affine_windows_within(DEFAULT_AFFINE_SCRATCH);
+        plan.fit_affine(DEFAULT_AFFINE_SCRATCH, DEFAULT_AFFINE_LANES);
         plan
     }
 
@@ -490,11 +539,60 @@ impl MsmPlan {
         self
     }
 
-    /// The same plan with batch-affine groups sized to `scratch_bytes` of device memory (at
-    /// least one window per group).
+    /// The same plan with batch-affine groups sized to `scratch_bytes` of device memory, all
+    /// lanes together (at least one window per group; `usize::MAX`: all windows in one group).
     pub fn with_affine_scratch(mut self, scratch_bytes: usize) -> Self {
-        self.affine_group_windows = self.affine_windows_within(scratch_bytes);
+        self.fit_affine(scratch_bytes, self.affine_lanes);
         self
+    }
+
+    /// The same plan inverting blockwise up to `values` values per round (0: never; see
+    /// [`affine_block_inverse_max`](Self::affine_block_inverse_max)).
+    pub fn with_affine_block_inverse_max(mut self, values: usize) -> Self {
+        self.affine_block_inverse_max = values;
+        self
+    }
+
+    /// The same plan with its batch-affine groups on up to `lanes` lanes (1 to
+    /// [`MAX_AFFINE_LANES`]), the groups sized so that the lanes' scratch fits the plan's budget
+    /// together.
+    pub fn with_affine_lanes(mut self, lanes: u32) -> Self {
+        self.fit_affine(self.affine_budget, lanes);
+        self
+    }
+
+    /// Sizes the batch-affine groups to `budget` for up to `lanes` lanes (the request stays in
+    /// `affine_lanes`, so that a later budget sizes them again for as many): every window in
+    /// one group when that fits; else groups that fit the budget shared by the lanes that fit
+    /// ([`lanes_within`](Self::lanes_within)).
+    fn fit_affine(&mut self, budget: usize, lanes: u32) {
+        self.affine_budget = budget;
+        self.affine_lanes = lanes.clamp(1, MAX_AFFINE_LANES);
+        let alone = self.affine_windows_within(budget);
+        self.affine_group_windows = if alone >= self.n_windows {
+            alone
+        } else {
+            self.affine_windows_within(budget / self.lanes_within(budget) as usize)
+        };
+    }
+
+    /// Lanes the batch-affine groups may use within `budget`: the requested lanes, fewer while
+    /// even one window per lane would not fit.
+    fn lanes_within(&self, budget: usize) -> u32 {
+        let one_window = self.affine_scratch(1).total();
+        let mut lanes = self.affine_lanes.clamp(1, MAX_AFFINE_LANES);
+        while lanes > 1 && lanes as usize * one_window > budget {
+            lanes -= 1;
+        }
+        lanes
+    }
+
+    /// Lanes the batch-affine groups run on: [`affine_lanes`](Self::affine_lanes), fewer when
+    /// one window per lane exceeds the budget, at most one per group.
+    pub fn affine_lanes_used(&self) -> u32 {
+        self.lanes_within(self.affine_budget)
+            .min(self.affine_groups())
+            .max(1)
     }
 
     /// The most windows per batch-affine group whose scratch fits `budget` (at least one).
@@ -532,19 +630,22 @@ impl MsmPlan {
             tree,
             field_bytes: self.group.affine_bytes() / 2,
             affine_bytes: self.group.affine_bytes(),
+            groups: self.n_windows.div_ceil(windows.max(1)) as usize,
         }
     }
 
     /// The same plan with chunks of at most `max_chunk` points.
     pub fn with_max_chunk(&self, max_chunk: usize) -> Self {
-        Self::with_window_bits(
+        let mut plan = Self::with_window_bits(
             self.n_points,
             self.group,
             self.sm_count,
             self.window_bits,
             max_chunk,
         )
-        .with_scatter_region(self.scatter_region)
+        .with_scatter_region(self.scatter_region);
+        plan.fit_affine(self.affine_budget, self.affine_lanes);
+        plan
     }
 
     /// Buckets per window, `2^(c−1)`.
@@ -642,7 +743,10 @@ impl MsmPlan {
                 let (slots_a, slots_b) = self.partial_slots();
                 (slots_a + slots_b) * (4 + self.group.xyzz_bytes())
             }
-            Accumulation::BatchAffine => self.affine_scratch(self.affine_group_windows).total(),
+            Accumulation::BatchAffine => {
+                let lanes = self.affine_lanes_used() as usize;
+                lanes * self.affine_scratch(self.affine_group_windows).total()
+            }
         };
         self.sort_and_reduce_bytes() + sums
     }
@@ -714,9 +818,11 @@ impl MsmPlan {
 }
 
 /// An upper bound of the device bytes an MSM of `n` points in `group` allocates with bases and
-/// scalars already on the device, on any device (the plan of a device with many
-/// multiprocessors has the shortest segments, hence the most partial sums). For the exact figure
-/// on one device, see [`MsmPlan::device_bytes`] of `GpuMsm::plan`.
+/// scalars already on the device by [`MsmPlan::new`]'s plan (batch-affine scratch within
+/// [`DEFAULT_AFFINE_SCRATCH`]), on any device (the plan of a device with many multiprocessors
+/// has the shortest segments, hence the most partial sums). `GpuMsm::plan` sizes the scratch to
+/// the device ([`affine_scratch_for_device`]); for the exact figure on one device, see
+/// [`MsmPlan::device_bytes`] of that plan.
 pub fn device_bytes_needed(n: usize, group: Group) -> usize {
     [1u32, 16, 132, 1024]
         .into_iter()
@@ -985,6 +1091,46 @@ mod tests {
         assert_eq!(MsmPlan::scan_levels(1 << 23), vec![4096, 2, 1]);
     }
 
+    /// Groups of windows and lanes within the budget: two lanes of half the budget each when
+    /// the windows do not fit one group, one lane when they do or when a single window per lane
+    /// would not fit; the lanes' scratch is counted in the plan's memory.
+    #[test]
+    fn affine_lanes_share_the_budget() {
+        let h200 = affine_scratch_for_device(139_800 << 20);
+        assert!(h200 > 13 << 30 && h200 < 14 << 30, "{h200}");
+        assert_eq!(affine_scratch_for_device(16 << 30), DEFAULT_AFFINE_SCRATCH);
+        let g2 = MsmPlan::new(1 << 24, Group::G2, 132);
+        assert_eq!((g2.affine_group_windows, g2.affine_lanes_used()), (1, 2));
+        let wide = g2.clone().with_affine_scratch(h200);
+        assert_eq!(
+            (wide.affine_group_windows, wide.affine_lanes_used()),
+            (2, 2)
+        );
+        let scratch = |p: &MsmPlan| p.affine_scratch(p.affine_group_windows).total();
+        assert!(2 * scratch(&wide) <= h200);
+        assert_eq!(
+            wide.device_bytes() - g2.device_bytes(),
+            2 * scratch(&wide) - 2 * scratch(&g2)
+        );
+        let one_lane = wide.clone().with_affine_lanes(1);
+        assert_eq!(one_lane.affine_lanes_used(), 1);
+        assert!(one_lane.affine_group_windows > wide.affine_group_windows);
+        assert_eq!(one_lane.with_affine_lanes(2), wide);
+        // All windows in one group: one lane, whatever was asked.
+        let all = g2.clone().with_affine_scratch(usize::MAX);
+        assert_eq!((all.affine_groups(), all.affine_lanes_used()), (1, 1));
+        // G2 2^26 (chunks of 2^25): one window is more than half of 6 GiB, so one lane.
+        let big = MsmPlan::new(1 << 26, Group::G2, 132);
+        assert!(2 * big.affine_scratch(1).total() > DEFAULT_AFFINE_SCRATCH);
+        assert_eq!((big.affine_group_windows, big.affine_lanes_used()), (1, 1));
+        // The request survives: with the H200's budget the same plan runs on two lanes.
+        let big_wide = big.with_affine_scratch(h200);
+        assert_eq!(big_wide.affine_lanes_used(), 2);
+        assert!(2 * scratch(&big_wide) <= h200);
+        assert_eq!(block_inverse_max(132), 2 * 132 * BLOCK_INVERSE_SPAN);
+        assert_eq!(g2.affine_block_inverse_max, block_inverse_max(132));
+    }
+
     #[test]
     fn memory_is_stated_and_bounded() {
         let g1 = device_bytes_needed(1 << 24, Group::G1);
@@ -1006,9 +1152,11 @@ mod tests {
                 assert_eq!(Accumulation::streamed_default(group, 1 << log_n), want);
                 let xyzz = plan.clone().with_accumulation(Accumulation::Xyzz);
                 let affine = plan.clone().with_accumulation(Accumulation::BatchAffine);
-                let scratch = affine.affine_scratch(affine.affine_group_windows).total();
+                let lanes = affine.affine_lanes_used() as usize;
+                let scratch = lanes * affine.affine_scratch(affine.affine_group_windows).total();
                 assert!(scratch <= DEFAULT_AFFINE_SCRATCH || affine.affine_group_windows == 1);
                 assert!(affine.affine_groups() * affine.affine_group_windows >= affine.n_windows);
+                assert!(lanes >= 1 && lanes <= affine.affine_groups() as usize);
                 // Each strategy states its own scratch.
                 assert!(affine.device_bytes() != xyzz.device_bytes());
             }

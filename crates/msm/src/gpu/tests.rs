@@ -42,6 +42,7 @@ macro_rules! for_each_exec {
                     cache: &cache,
                     staging: &staging,
                     profile: None,
+                    lane: 0,
                 };
                 let $device = true;
                 $body
@@ -578,8 +579,19 @@ fn check_msm<E: Exec, C: TestCurve>(
         .clone()
         .with_accumulation(Accumulation::Xyzz)
         .with_scatter_region((8 * plan.chunk_len).div_ceil(3));
-    let one_window_groups = affine.clone().with_affine_scratch(0);
-    assert_eq!(one_window_groups.affine_group_windows, 1);
+    // Groups of one window on two lanes (the side lane runs every other group): scratch for
+    // two one-window groups; and on one lane, with no scratch budget at all.
+    let lane_scratch = affine.affine_scratch(1).total();
+    let one_window_groups = affine.clone().with_affine_scratch(2 * lane_scratch);
+    if plan.n_windows > 2 {
+        assert_eq!(one_window_groups.affine_group_windows, 1);
+        assert_eq!(one_window_groups.affine_lanes_used(), 2);
+    }
+    let one_window_one_lane = affine.clone().with_affine_scratch(0);
+    assert_eq!(one_window_one_lane.affine_group_windows, 1);
+    assert_eq!(one_window_one_lane.affine_lanes_used(), 1);
+    // Every round's inversion through the tree (the default inverts these sizes blockwise).
+    let tree = affine.clone().with_affine_block_inverse_max(0);
     let runs = [
         (&affine, ScalarForm::Montgomery, Input::Device),
         (&affine, ScalarForm::Canonical, Input::Device),
@@ -587,20 +599,23 @@ fn check_msm<E: Exec, C: TestCurve>(
         (&affine, ScalarForm::Canonical, Input::Pinned),
         (&xyzz, ScalarForm::Montgomery, Input::Device),
         (&one_window_groups, ScalarForm::Montgomery, Input::Mixed),
+        (&one_window_one_lane, ScalarForm::Canonical, Input::Device),
+        (&tree, ScalarForm::Montgomery, Input::Device),
     ];
     for (plan, form, input) in runs {
         let got = run_msm::<E, C>(exec, plan, bases, scalars, form, input);
         assert_eq!(
             got,
             want,
-            "{} MSM of {} points ({what}), window {}, chunks of {}, {:?} in groups of {} windows, \
-             scatter in {} parts, {form:?}, inputs {input:?}",
+            "{} MSM of {} points ({what}), window {}, chunks of {}, {:?} in groups of {} windows \
+             on {} lanes, scatter in {} parts, {form:?}, inputs {input:?}",
             C::NAME,
             bases.len(),
             plan.window_bits,
             plan.chunk_len,
             plan.accumulation,
             plan.affine_group_windows,
+            plan.affine_lanes_used(),
             plan.scatter_parts(),
         );
     }
