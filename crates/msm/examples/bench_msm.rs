@@ -79,6 +79,15 @@ impl Args {
     }
 }
 
+/// `p` with `plan`'s scatter parts and batch-affine layout (budget, lanes, blockwise inversion),
+/// so that a plan rebuilt with another window or chunk length differs from `plan` in that only.
+fn same_layout(plan: &MsmPlan, p: MsmPlan) -> MsmPlan {
+    p.with_scatter_region(plan.scatter_region)
+        .with_affine_block_inverse_max(plan.affine_block_inverse_max)
+        .with_affine_lanes(plan.affine_lanes)
+        .with_affine_scratch(plan.affine_budget)
+}
+
 /// An accumulation as the JSON names it.
 fn accumulation_name(a: Accumulation) -> &'static str {
     match a {
@@ -266,9 +275,9 @@ fn bench_group<C: GpuCurve>(
         let scalars = &all_scalars[..n];
         let mut plan = gpu.plan(n, C::GROUP);
         if let Some(c) = args.window_bits {
-            plan = MsmPlan::with_window_bits(n, C::GROUP, plan.sm_count, c, DEFAULT_RESIDENT_CHUNK)
-                .with_scatter_region(plan.scatter_region)
-                .with_accumulation(plan.accumulation);
+            let p =
+                MsmPlan::with_window_bits(n, C::GROUP, plan.sm_count, c, DEFAULT_RESIDENT_CHUNK);
+            plan = same_layout(&plan, p).with_accumulation(plan.accumulation);
         }
         if let Some(region) = args.scatter_region {
             plan = plan.with_scatter_region(region);
@@ -346,12 +355,14 @@ fn bench_group<C: GpuCurve>(
         // from the copies.
         let mut splan = gpu.streamed_plan(n, C::GROUP);
         if let Some(chunk) = args.streamed_chunk {
-            splan = MsmPlan::for_chunks(n, C::GROUP, plan.sm_count, chunk)
-                .with_scatter_region(plan.scatter_region);
+            let p = MsmPlan::for_chunks(n, C::GROUP, plan.sm_count, chunk);
+            let accumulation = Accumulation::streamed_default(C::GROUP, p.chunk_len);
+            splan = same_layout(&splan, p).with_accumulation(accumulation);
         }
         if let Some(c) = args.streamed_window_bits {
-            splan = MsmPlan::with_window_bits(n, C::GROUP, plan.sm_count, c, splan.chunk_len)
-                .with_scatter_region(plan.scatter_region);
+            let p = MsmPlan::with_window_bits(n, C::GROUP, plan.sm_count, c, splan.chunk_len);
+            let accumulation = Accumulation::streamed_default(C::GROUP, p.chunk_len);
+            splan = same_layout(&splan, p).with_accumulation(accumulation);
         }
         if let Some(first) = args.streamed_first_chunk {
             splan = splan.with_first_chunk(first);
@@ -372,9 +383,8 @@ fn bench_group<C: GpuCurve>(
                         plan.sm_count,
                         c,
                         DEFAULT_RESIDENT_CHUNK,
-                    )
-                    .with_scatter_region(plan.scatter_region)
-                    .with_accumulation(plan.accumulation);
+                    );
+                    let p = same_layout(&plan, p).with_accumulation(plan.accumulation);
                     (c, time_plan(&p))
                 })
                 .collect()

@@ -140,12 +140,18 @@ pub(crate) fn accumulate<E: Exec, C: GpuCurve>(
     };
     let result = run();
     // Join the side lane whatever happened: its work reads and writes buffers that go back to
-    // the caller (or the buffer cache) when this returns.
+    // the caller (or the buffer cache) when this returns. Where the event cannot be made or
+    // waited for, the host waits for the lane instead; the first error is the one returned.
+    let mut joined = Ok(());
     for lane in &lanes[1..] {
-        let done = lane.record_compute()?;
-        exec.compute_waits_for(&done)?;
+        let by_event = lane
+            .record_compute()
+            .and_then(|done| exec.compute_waits_for(&done));
+        if let Err(e) = by_event {
+            joined = joined.and(lane.wait_for_lane()).and(Err(e));
+        }
     }
-    result
+    result.and(joined)
 }
 
 /// One group of windows' rounds: buckets `k0..k0 + n_keys`, `rounds` rounds, `size` values in

@@ -80,6 +80,9 @@ pub(crate) trait Exec {
     /// Makes later compute work on this executor's lane wait until the lane that recorded
     /// `event` has passed it.
     fn compute_waits_for(&self, event: &Self::Event) -> Result<(), GpuMsmError>;
+    /// Blocks the host until every compute operation issued on this executor's lane has run
+    /// (for error paths, where an event to wait for could not be made).
+    fn wait_for_lane(&self) -> Result<(), GpuMsmError>;
     /// Copies one buffer into another of the same size, on the compute lane.
     fn copy(&self, src: &Self::Buf, dst: &mut Self::Buf) -> Result<(), GpuMsmError>;
     /// Copies a buffer into host bytes of the same size once the compute lane has produced it.
@@ -393,6 +396,10 @@ mod gpu {
             Ok(self.stream().wait_event(event)?)
         }
 
+        fn wait_for_lane(&self) -> Result<(), GpuMsmError> {
+            Ok(self.stream().synchronize()?)
+        }
+
         fn copy(&self, src: &Self::Buf, dst: &mut Self::Buf) -> Result<(), GpuMsmError> {
             Ok(self.stream().copy_device(src.owned()?, dst.owned_mut()?)?)
         }
@@ -458,7 +465,8 @@ pub(crate) use emu::EmuExec;
 #[cfg(feature = "emu")]
 #[cfg_attr(not(test), allow(dead_code))]
 mod emu {
-    use std::cell::Cell;
+    use std::cell::{Cell, RefCell};
+    use std::collections::VecDeque;
     use std::ffi::{c_char, c_void, CString};
     use std::rc::Rc;
 
@@ -485,6 +493,10 @@ mod emu {
         copied_by: Cell<u64>,
         /// The number of the last compute-lane operation that used the buffer.
         used_by: Cell<u64>,
+        /// The number of the last side-lane operation that uses the buffer (0: none), and the
+        /// executor's state, which tells whether it has run.
+        side_use: Cell<u64>,
+        state: Rc<EmuState>,
     }
 
     impl std::fmt::Debug for EmuBuf {
@@ -494,7 +506,7 @@ mod emu {
     }
 
     impl EmuBuf {
-        fn new(bytes: usize) -> Self {
+        fn new(bytes: usize, state: &Rc<EmuState>) -> Self {
             let words = bytes.div_ceil(8).max(1);
             let boxed: Box<[u64]> = vec![0xa5a5_a5a5_a5a5_a5a5u64; words].into_boxed_slice();
             Self {
@@ -503,6 +515,8 @@ mod emu {
                 bytes,
                 copied_by: Cell::new(0),
                 used_by: Cell::new(0),
+                side_use: Cell::new(0),
+                state: Rc::clone(state),
             }
         }
 
@@ -520,7 +534,20 @@ mod emu {
 
     impl Drop for EmuBuf {
         fn drop(&mut self) {
-            // SAFETY: `ptr` and `words` come from `Box::into_raw` of a `[u64]` of that length.
+            if self.side_use.get() > self.state.side_run.get() {
+                // Queued side-lane work still uses the buffer (on a device: freed under a
+                // running kernel). Leak it, so that the queued work stays sound, and fail every
+                // later call.
+                self.state.violation.replace(Some(format!(
+                    "a buffer of {} bytes was dropped while side-lane operation {} that uses it \
+                     had not run (no wait for the side lane)",
+                    self.bytes,
+                    self.side_use.get()
+                )));
+                return;
+            }
+            // SAFETY: `ptr` and `words` come from `Box::into_raw` of a `[u64]` of that length,
+            // and no queued side-lane operation uses the memory (checked above).
             drop(unsafe {
                 Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr, self.words))
             });
@@ -529,32 +556,67 @@ mod emu {
 
     /// [`Exec`] on the host emulator, pretending to have `sm_count` multiprocessors.
     ///
-    /// Everything runs at once on the calling thread, so the lanes cannot race here; instead
-    /// the emulator checks the ordering calls a device needs between the compute and copy
-    /// lanes, and fails the call that breaks one (the side compute lane is the compute lane
-    /// here: its ordering is tested on a device only). Operations on each lane are numbered. A compute operation (kernel, copy, download)
-    /// on a buffer with a copy-lane copy the compute lane was not told to wait for
-    /// (`compute_waits_for_copies`) is an error, and so is a copy into a buffer that compute
-    /// operations used after the last point the copy lane waited for (`copies_wait_for`).
+    /// The main compute lane and the copy lane run each operation when it is issued, so they
+    /// cannot race here; instead the emulator checks the ordering calls a device needs between
+    /// them, and fails the call that breaks one. Operations on each lane are numbered. A compute
+    /// operation (kernel, copy, download) on a buffer with a copy-lane copy the compute lane was
+    /// not told to wait for (`compute_waits_for_copies`) is an error, and so is a copy into a
+    /// buffer that compute operations used after the last point the copy lane waited for
+    /// (`copies_wait_for`). The side compute lane ([`Exec::lane`] 1) runs late instead: its
+    /// operations queue up and run only when the main lane waits for them
+    /// (`compute_waits_for` an event the side lane recorded) or the host does (a side-lane
+    /// download), the latest a device may run them. A driver that reads the side lane's results
+    /// without waiting reads stale data, and one that drops a buffer queued side work still
+    /// uses makes every later call fail.
     #[derive(Debug, Default)]
     pub(crate) struct EmuExec {
         pub(crate) sm_count: u32,
-        /// The lanes' counters, shared by every lane's view of the executor ([`Exec::lane`]):
-        /// the emulator runs each lane's work when it is issued, so both compute lanes count as
-        /// one here.
+        /// The compute lane of this view ([`Exec::lane`]).
+        lane: u32,
+        /// The lanes' counters and the side lane's queue, shared by every lane's view.
         state: Rc<EmuState>,
     }
 
-    #[derive(Debug, Default)]
+    /// A side-lane operation, run when something waits for it.
+    type SideOp = Box<dyn FnOnce() -> Result<(), GpuMsmError>>;
+
+    #[derive(Default)]
     struct EmuState {
         /// Copy-lane copies issued so far.
         copies: Cell<u64>,
-        /// Copies the compute lane has waited for (the first this many).
+        /// Copies the compute lanes have waited for (the first this many).
         compute_waited: Cell<u64>,
-        /// Compute-lane operations issued so far (allocations included).
+        /// Compute operations issued so far on either compute lane (allocations included).
         computes: Cell<u64>,
         /// Compute operations the copy lane has waited for (the first this many).
         copies_waited: Cell<u64>,
+        /// Side-lane operations not yet run, oldest first; how many were issued, and run.
+        side_queue: RefCell<VecDeque<SideOp>>,
+        side_issued: Cell<u64>,
+        side_run: Cell<u64>,
+        /// Why every call fails from now on (a buffer dropped under queued side work).
+        violation: RefCell<Option<String>>,
+    }
+
+    impl std::fmt::Debug for EmuState {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(
+                f,
+                "EmuState(copies {}, computes {}, side {} of {} run)",
+                self.copies.get(),
+                self.computes.get(),
+                self.side_run.get(),
+                self.side_issued.get()
+            )
+        }
+    }
+
+    /// An event: the compute operations issued when it was recorded, and on the side lane, the
+    /// side-lane operations issued by then.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct EmuEvent {
+        computes: u64,
+        side: Option<u64>,
     }
 
     impl EmuExec {
@@ -566,9 +628,13 @@ mod emu {
         }
 
         /// Numbers a compute operation on `bufs`, after checking that each has no copy the
-        /// compute lane has not waited for.
+        /// compute lanes have not waited for (and that no earlier call broke the side lane's
+        /// rules).
         fn compute_on(&self, what: &str, bufs: &[&EmuBuf]) -> Result<(), GpuMsmError> {
             let state = &self.state;
+            if let Some(why) = state.violation.borrow().as_ref() {
+                return Err(GpuMsmError::Emulator(why.clone()));
+            }
             for buf in bufs {
                 if buf.copied_by.get() > state.compute_waited.get() {
                     return Err(GpuMsmError::Emulator(format!(
@@ -586,6 +652,36 @@ mod emu {
             }
             Ok(())
         }
+
+        /// Runs `op` on this view's lane: now on the main lane; on the side lane, queued until
+        /// something waits for it, with `bufs` marked as used by it.
+        fn issue(
+            &self,
+            bufs: &[&EmuBuf],
+            op: impl FnOnce() -> Result<(), GpuMsmError> + 'static,
+        ) -> Result<(), GpuMsmError> {
+            if self.lane == 0 {
+                return op();
+            }
+            let n = self.state.side_issued.get() + 1;
+            self.state.side_issued.set(n);
+            for buf in bufs {
+                buf.side_use.set(n);
+            }
+            self.state.side_queue.borrow_mut().push_back(Box::new(op));
+            Ok(())
+        }
+
+        /// Runs the side lane's queued operations up to the `upto`-th issued.
+        fn run_side(&self, upto: u64) -> Result<(), GpuMsmError> {
+            while self.state.side_run.get() < upto {
+                let op = self.state.side_queue.borrow_mut().pop_front();
+                let Some(op) = op else { break };
+                self.state.side_run.set(self.state.side_run.get() + 1);
+                op()?;
+            }
+            Ok(())
+        }
     }
 
     fn same_size(expected: usize, got: usize) -> Result<(), GpuMsmError> {
@@ -600,8 +696,7 @@ mod emu {
 
     impl Exec for EmuExec {
         type Buf = EmuBuf;
-        /// The number of compute operations issued when it was recorded.
-        type Event = u64;
+        type Event = EmuEvent;
         type Pinned = [u8];
         type Staging = Vec<u8>;
 
@@ -611,7 +706,7 @@ mod emu {
 
         fn alloc(&self, bytes: usize) -> Result<EmuBuf, GpuMsmError> {
             // Allocated on the compute lane, as on the device.
-            let buf = EmuBuf::new(bytes);
+            let buf = EmuBuf::new(bytes, &self.state);
             self.compute_on("an allocation", &[&buf])?;
             Ok(buf)
         }
@@ -622,15 +717,24 @@ mod emu {
 
         fn zero(&self, buf: &mut EmuBuf) -> Result<(), GpuMsmError> {
             self.compute_on("a clear", &[buf])?;
-            buf.bytes_mut().fill(0);
-            Ok(())
+            let (ptr, bytes) = (buf.ptr.cast::<u8>() as usize, buf.bytes);
+            self.issue(&[buf], move || {
+                // SAFETY: the buffer's `bytes` bytes stay allocated until this has run
+                // (EmuBuf::drop leaks a buffer with queued side work).
+                unsafe { std::ptr::write_bytes(ptr as *mut u8, 0, bytes) };
+                Ok(())
+            })
         }
 
         fn upload(&self, dst: &mut EmuBuf, src: &[u8]) -> Result<(), GpuMsmError> {
             same_size(dst.bytes, src.len())?;
             self.compute_on("an upload", &[dst])?;
-            dst.bytes_mut().copy_from_slice(src);
-            Ok(())
+            let (ptr, data) = (dst.ptr.cast::<u8>() as usize, src.to_vec());
+            self.issue(&[dst], move || {
+                // SAFETY: as in `zero`; `data` has the buffer's size (checked above).
+                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), ptr as *mut u8, data.len()) };
+                Ok(())
+            })
         }
 
         fn upload_pinned(
@@ -694,38 +798,58 @@ mod emu {
             Ok(())
         }
 
-        fn record_compute(&self) -> Result<u64, GpuMsmError> {
-            Ok(self.state.computes.get())
+        fn record_compute(&self) -> Result<EmuEvent, GpuMsmError> {
+            Ok(EmuEvent {
+                computes: self.state.computes.get(),
+                side: (self.lane != 0).then(|| self.state.side_issued.get()),
+            })
         }
 
-        fn copies_wait_for(&self, event: &u64) -> Result<(), GpuMsmError> {
-            self.state
-                .copies_waited
-                .set(self.state.copies_waited.get().max(*event));
+        fn copies_wait_for(&self, event: &EmuEvent) -> Result<(), GpuMsmError> {
+            let waited = self.state.copies_waited.get().max(event.computes);
+            self.state.copies_waited.set(waited);
             Ok(())
         }
 
-        fn lane(&self, _lane: u32) -> Self {
+        fn lane(&self, lane: u32) -> Self {
             Self {
                 sm_count: self.sm_count,
+                lane,
                 state: Rc::clone(&self.state),
             }
         }
 
-        fn compute_waits_for(&self, _event: &u64) -> Result<(), GpuMsmError> {
-            // Every compute operation has run by the time the next is issued.
-            Ok(())
+        fn compute_waits_for(&self, event: &EmuEvent) -> Result<(), GpuMsmError> {
+            // The main lane has run everything it was given, so only a wait for the side
+            // lane's work has anything to do.
+            match (self.lane, event.side) {
+                (0, Some(upto)) => self.run_side(upto),
+                _ => Ok(()),
+            }
+        }
+
+        fn wait_for_lane(&self) -> Result<(), GpuMsmError> {
+            self.run_side(self.state.side_issued.get())
         }
 
         fn copy(&self, src: &EmuBuf, dst: &mut EmuBuf) -> Result<(), GpuMsmError> {
             same_size(dst.bytes, src.bytes)?;
             self.compute_on("a device copy", &[src, dst])?;
-            dst.bytes_mut().copy_from_slice(src.bytes());
-            Ok(())
+            let (from, to, bytes) = (src.ptr as usize, dst.ptr as usize, src.bytes);
+            self.issue(&[src, dst], move || {
+                // SAFETY: as in `zero`, for both buffers, which are distinct (`&mut dst`) and
+                // of `bytes` bytes (checked above).
+                unsafe { std::ptr::copy_nonoverlapping(from as *const u8, to as *mut u8, bytes) };
+                Ok(())
+            })
         }
 
         fn download(&self, src: &EmuBuf, dst: &mut [u8]) -> Result<(), GpuMsmError> {
             same_size(src.bytes, dst.len())?;
+            // The host waits for the lane: on the side lane, everything queued runs first.
+            if self.lane != 0 {
+                self.run_side(self.state.side_issued.get())?;
+            }
             self.compute_on("a download", &[src])?;
             dst.copy_from_slice(src.bytes());
             Ok(())
@@ -757,22 +881,25 @@ mod emu {
                     Arg::U64(v) => *v,
                 })
                 .collect();
-            let mut params: Vec<*mut c_void> = slots
-                .iter_mut()
-                .map(|s| (s as *mut u64).cast::<c_void>())
-                .collect();
             let name = CString::new(kernel).expect("kernel names have no NUL");
-            // SAFETY: the launch wrappers pass each kernel its arguments in order and with its
-            // C types, with buffers large enough for the kernel's indices (as on the device);
-            // `slots` and `params` outlive the synchronous call; on a little-endian host a
-            // uint32_t parameter reads the low half of its slot.
-            let status =
-                unsafe { cuzk_msm_emu_launch(name.as_ptr(), grid, block, params.as_mut_ptr()) };
-            if status == 0 {
-                Ok(())
-            } else {
-                Err(GpuMsmError::Emulator(format!("no kernel named {kernel}")))
-            }
+            self.issue(&bufs, move || {
+                let mut params: Vec<*mut c_void> = slots
+                    .iter_mut()
+                    .map(|s| (s as *mut u64).cast::<c_void>())
+                    .collect();
+                // SAFETY: the launch wrappers pass each kernel its arguments in order and with
+                // its C types, with buffers large enough for the kernel's indices (as on the
+                // device), allocated until this has run (as in `zero`); `slots` and `params`
+                // outlive the synchronous call; on a little-endian host a uint32_t parameter
+                // reads the low half of its slot.
+                let status =
+                    unsafe { cuzk_msm_emu_launch(name.as_ptr(), grid, block, params.as_mut_ptr()) };
+                if status == 0 {
+                    Ok(())
+                } else {
+                    Err(GpuMsmError::Emulator(format!("no kernel named {kernel}")))
+                }
+            })
         }
     }
 }

@@ -16,7 +16,9 @@
 //!
 //! A [`MsmPlan`], fixed before anything runs, picks the window width from the number of points
 //! and the device's size, splits the points into chunks, and states the device memory it needs
-//! ([`MsmPlan::device_bytes`], [`device_bytes_needed`]). Per chunk, the kernels cut each scalar
+//! ([`MsmPlan::device_bytes`]; [`device_bytes_needed`] bounds it for [`MsmPlan::new`]'s plans,
+//! whose batch-affine scratch is the 6 GiB default, not the device-sized budget of
+//! `GpuMsm::plan`). Per chunk, the kernels cut each scalar
 //! into signed digits, sort the (bucket, point) pairs by bucket with a counting sort, and sum each
 //! bucket's points with mixed additions into XYZZ buckets. The sums run over the sorted list in
 //! equal segments per thread, so a bucket that many points fall into (a repeated scalar) costs no
@@ -186,7 +188,8 @@ mod device {
         }
     }
 
-    /// The MSM kernels loaded on one device, with a compute stream and a copy stream.
+    /// The MSM kernels loaded on one device, with a compute stream, a side compute stream (the
+    /// batch-affine groups' second lane) and a copy stream.
     ///
     /// Calls on one `GpuMsm` run one at a time (they share its streams). Each keeps the device
     /// memory it allocated for itself (its [`MsmPlan::device_bytes`]) for the next call, which
@@ -282,8 +285,9 @@ mod device {
             &self.kernels.device
         }
 
-        /// The stream every MSM runs on. Inputs uploaded on another stream must be ordered
-        /// before it (or synchronised).
+        /// The stream every MSM runs on and ends on (its side stream's work is joined to it
+        /// before a call returns). Inputs uploaded on another stream must be ordered before it
+        /// (or synchronised).
         pub fn stream(&self) -> &Stream {
             &self.kernels.stream
         }

@@ -307,7 +307,7 @@ pub(crate) struct AffineScratch {
 impl AffineScratch {
     pub(crate) fn total(&self) -> usize {
         (self.points[0] + self.points[1]) * (self.affine_bytes + 4)
-            + self.prefix * self.field_bytes
+            + self.prefix.max(1) * self.field_bytes
             + 2 * self.tree.iter().sum::<usize>() * self.field_bytes
             + 8 * self.groups
     }
@@ -643,7 +643,8 @@ impl MsmPlan {
             self.window_bits,
             max_chunk,
         )
-        .with_scatter_region(self.scatter_region);
+        .with_scatter_region(self.scatter_region)
+        .with_affine_block_inverse_max(self.affine_block_inverse_max);
         plan.fit_affine(self.affine_budget, self.affine_lanes);
         plan
     }
