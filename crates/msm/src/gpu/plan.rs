@@ -351,14 +351,14 @@ pub struct MsmPlan {
     pub accumulate_seg: usize,
     /// How the buckets are filled.
     pub accumulation: Accumulation,
-    /// Windows whose buckets one batch-affine pass sums together (all of them when the
-    /// scratch fits [`DEFAULT_AFFINE_SCRATCH`]).
+    /// Windows whose buckets one batch-affine pass sums together (all of them when their
+    /// scratch fits [`affine_budget`](Self::affine_budget)).
     pub affine_group_windows: u32,
     /// Lanes (streams) the batch-affine groups may run on, as requested (they run on
     /// [`affine_lanes_used`](Self::affine_lanes_used)), group `g` on lane `g % lanes`, each
-    /// lane with its own scratch. A round's batch
-    /// inversion ends in small, latency-bound launches (the tree's upper levels and its top, one
-    /// block), which leave most of the device idle; on two lanes another group's rounds fill it.
+    /// lane with its own scratch. A round's batch inversion ends in small, latency-bound
+    /// launches (the tree's upper levels and its top, one block), which leave most of the
+    /// device idle; on two lanes another group's rounds fill it.
     pub affine_lanes: u32,
     /// The scratch budget the groups and lanes were sized to (all lanes together).
     pub affine_budget: usize,
