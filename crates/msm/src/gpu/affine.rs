@@ -124,12 +124,12 @@ pub(crate) fn accumulate<E: Exec, C: GpuCurve>(
             }
         })
         .collect();
+    let block_max = plan.affine_block_inverse_max;
     let mut run = || -> Result<(), GpuMsmError> {
         for (g, pass) in passes.iter_mut().enumerate() {
             let l = g % lanes.len();
             for level in 0..pass.rounds {
                 let group = pass.round(level);
-                let block_max = plan.affine_block_inverse_max;
                 round::<E, C>(&lanes[l], &mut ws[l], chunk, &group, block_max)?;
             }
             let span = (pass.k0, pass.n_keys);
@@ -417,6 +417,8 @@ fn invert<E: Exec, C: GpuCurve>(
             ],
         )?;
     }
+    // One block over the whole top: its span is the top's size.
+    let top_n = u32_arg(sizes[top], "tree top")?;
     exec.launch(
         kernels.inv_top,
         1,
@@ -424,9 +426,9 @@ fn invert<E: Exec, C: GpuCurve>(
         &[
             Arg::Buf(&ws.tree_pre[top]),
             Arg::Buf(&ws.tree_vals[top]),
-            Arg::U32(u32_arg(sizes[top], "tree top")?),
+            Arg::U32(top_n),
             Arg::U32(ws.tree_caps[top]),
-            Arg::U32(u32_arg(sizes[top], "tree top")?),
+            Arg::U32(top_n),
         ],
     )?;
     for level in (0..top).rev() {

@@ -4,8 +4,9 @@
 //! The MSM and batch-addition drivers ([`super::pippenger`], [`super::batch`]) are written once
 //! against [`Exec`]: untyped byte buffers, a compute lane (and a side compute lane) and a copy
 //! lane, kernels launched by name with their arguments in order. On the device the lanes are
-//! streams ordered by events; in the emulator everything runs at once on the calling thread,
-//! where it checks the ordering calls between the compute and copy lanes. Buffers hold no type: each launch wrapper states the element type its kernel expects.
+//! streams ordered by events; in the emulator the main compute lane and the copy lane run each
+//! operation when it is issued, the side lane as late as a device may (see `EmuExec`).
+//! Buffers hold no type: each launch wrapper states the element type its kernel expects.
 #![allow(unsafe_code)]
 
 use super::GpuMsmError;
