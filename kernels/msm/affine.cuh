@@ -415,6 +415,38 @@ FR_HD bool msm_classify_whole(msm_pair_t<F>& p, const F& xa, const F& xb, const 
     return false;
 }
 
+// Two field values per thread of a block of at most MSM_SUMS_THREADS in shared memory, word-major
+// (word w of thread t's cell c at [c][w][t]: a warp's accesses fall in distinct banks), for G2's
+// msm_affine_sums. Its Fp2 multiplications are calls, and a value live across a call is saved
+// to local memory: ncu on msm_affine_sums_g2 (2^22, first round, session 14) counted 1.2 G
+// sectors of local loads and stores, about 2.6 KB per pair, from the running inverse and one
+// more value held across each of the pair's five calls, against none in msm_affine_pairs_g2.
+// G1 does not use them (its multiplications are inlined).
+#define MSM_SUMS_THREADS 128u
+template <class F>
+__device__ __forceinline__ uint32_t (*msm_sums_cells())[sizeof(F) / 4][MSM_SUMS_THREADS] {
+    __shared__ uint32_t cells[2][sizeof(F) / 4][MSM_SUMS_THREADS];
+    return cells;
+}
+
+template <class F>
+struct msm_smem_cells_t {
+    __device__ __forceinline__ F load(int c) const {
+        F v;
+        uint32_t* out = reinterpret_cast<uint32_t*>(&v);
+        uint32_t (*cells)[sizeof(F) / 4][MSM_SUMS_THREADS] = msm_sums_cells<F>();
+#pragma unroll
+        for (int w = 0; w < (int)(sizeof(F) / 4); w++) out[w] = cells[c][w][threadIdx.x];
+        return v;
+    }
+    __device__ __forceinline__ void store(int c, const F& v) const {
+        const uint32_t* in = reinterpret_cast<const uint32_t*>(&v);
+        uint32_t (*cells)[sizeof(F) / 4][MSM_SUMS_THREADS] = msm_sums_cells<F>();
+#pragma unroll
+        for (int w = 0; w < (int)(sizeof(F) / 4); w++) cells[c][w][threadIdx.x] = in[w];
+    }
+};
+
 // Round step 3 (see the header): the slots of msm_affine_pairs' thread t, from the last back,
 // given the inverse of that thread's product of denominators (inv_totals, laid out as totals).
 // Few values stay live across the (called, for G2) multiplications: the coordinates are read
@@ -430,8 +462,10 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_
     uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_threads) return;
     uint32_t e0 = offsets[k0];
-    // 1 / (product of the denominators of the pairs not yet visited)
+    // 1 / (product of the denominators of the pairs not yet visited); in G2 in cell 1.
     F inv = msm_soa_load(inv_totals, scratch.totals_cap, t);
+    msm_smem_cells_t<F> cell;
+    if constexpr (sizeof(F) != sizeof(fp_t)) cell.store(1, inv);
     for (uint32_t k = per; k-- > 0;) {
         uint64_t s = (uint64_t)k * n_threads + t;
         if (s >= n_out) continue;
@@ -475,10 +509,10 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_
             inv = f_mul(inv, d);
         } else {
             // G2: each multiplication is a call, which saves what its caller holds, so d and
-            // num are formed where each is consumed, from the coordinates loaded again, and at
-            // most two field values (inv and one more) are held across a call. Measured on the
-            // H200 at 2^24 (session 12): sums 180.8 -> 176 ms. The same order in G1 made its
-            // sums 4 to 8% slower (it reloads what G1 can hold), hence the two forms.
+            // num are formed where each is consumed, from the coordinates loaded again
+            // (session 12: sums 180.8 -> 176 ms at 2^24), and the field values needed after a
+            // call wait in shared memory (session 14: 176.4 -> 162.8 ms). The same order in G1
+            // made its sums 4 to 8% slower (it reloads what G1 can hold), hence the two forms.
             uint32_t kind = MSM_PAIR_ADD;
             {
                 F xa = msm_load_words(&ra.p->x);
@@ -489,18 +523,27 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_
                     kind = p.kind;
                 }
             }
-            F inv_d = f_mul(inv, scratch.load_prefix(s));
+            // Shared memory holds inv (cell 1) and 1/d, then λ (cell 0) between the calls, and
+            // x goes to the output before the last one, so that no field value stays live
+            // across a call (msm_smem_cells_t).
+            cell.store(0, f_mul(cell.load(1), scratch.load_prefix(s)));
             {
                 F d = kind == MSM_PAIR_ADD ? f_sub(msm_load_words(&rb.p->x), msm_load_words(&ra.p->x))
                                            : f_dbl(msm_ref_y(ra));
-                inv = f_mul(inv, d);
+                cell.store(1, f_mul(cell.load(1), d));
             }
             if (kind == MSM_PAIR_ADD) {
-                lambda = f_mul(f_sub(msm_ref_y(rb), msm_ref_y(ra)), inv_d);
+                cell.store(0, f_mul(f_sub(msm_ref_y(rb), msm_ref_y(ra)), cell.load(0)));
             } else {
                 F x2 = f_sqr(msm_load_words(&ra.p->x));
-                lambda = f_mul(f_add(f_dbl(x2), x2), inv_d);
+                cell.store(0, f_mul(f_add(f_dbl(x2), x2), cell.load(0)));
             }
+            F xa = msm_load_words(&ra.p->x);
+            F x = f_sub(f_sub(f_sqr(cell.load(0)), xa), msm_load_words(&rb.p->x));
+            msm_store_words(&pts_out[s].x, x);
+            F y = f_sub(f_mul(cell.load(0), f_sub(xa, x)), msm_ref_y(ra));
+            msm_store_words(&pts_out[s].y, y);
+            continue;
         }
         // x = λ² − x_a − x_b, y = λ(x_a − x) − y_a (x_b = x_a when doubling).
         F xa = msm_load_words(&ra.p->x);

@@ -344,6 +344,11 @@ fn round_args<'a, B>(
     ])
 }
 
+/// Threads per block msm_affine_sums_g2 keeps shared-memory cells for (kernels/msm/affine.cuh,
+/// MSM_SUMS_THREADS): its blocks may not be larger.
+const SUMS_THREADS: u32 = 128;
+const _: () = assert!(POINT_BLOCK <= SUMS_THREADS);
+
 /// msm_affine_sums_<g>: the round's affine sums.
 fn sums<E: Exec, C: GpuCurve>(
     exec: &E,
