@@ -518,8 +518,9 @@ MSM_GROUP_KERNELS(g2, fp2_t)
 #include "msm/affine.cuh"
 
 // G1's round kernels need at most 128 registers unbounded (16 warps per SM). G2's pairs and
-// sums are held to three blocks of POINT_BLOCK per SM (168 registers, 12 warps; ptxas spills
-// about 140 and 430 bytes; unbounded they take more than 168 registers, 8 warps): on the H200,
+// sums are held to three blocks of POINT_BLOCK per SM (168 registers, 12 warps; ptxas spilled
+// about 140 and 430 bytes then, none since sessions 12 and 14; unbounded they take more than 168
+// registers, 8 warps): on the H200,
 // G2 2^24 sums 191.1 → 184.7 ms with the bound (pairs bounded in both), and before the
 // by-value fp2_mul pairs 61.1 → 54.1 ms. Four blocks (128 registers, more spilling) ran the sums
 // 32% slower (docs/benchmarks.md, session 10).
