@@ -420,7 +420,9 @@ FR_HD bool msm_classify_whole(msm_pair_t<F>& p, const F& xa, const F& xb, const 
 // msm_affine_sums. Its Fp2 multiplications are calls, and a value live across a call is saved
 // to local memory: ncu on msm_affine_sums_g2 (2^22, first round, session 14) counted 1.2 G
 // sectors of local loads and stores, about 2.6 KB per pair, from the running inverse and one
-// more value held across each of the pair's five calls, against none in msm_affine_pairs_g2.
+// more value held across each of the pair's five calls (six when doubling), against none in
+// msm_affine_pairs_g2. The host's block (POINT_BLOCK) is checked against MSM_SUMS_THREADS
+// (crates/msm/src/gpu/affine.rs).
 // G1 does not use them (its multiplications are inlined).
 #define MSM_SUMS_THREADS 128u
 template <class F>
@@ -524,8 +526,8 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_
                 }
             }
             // Shared memory holds inv (cell 1) and 1/d, then λ (cell 0) between the calls, and
-            // x goes to the output before the last one, so that no field value stays live
-            // across a call (msm_smem_cells_t).
+            // x goes to the output before the last one, so that no computed field value stays
+            // live across a call (msm_smem_cells_t); the coordinates are loaded where needed.
             cell.store(0, f_mul(cell.load(1), scratch.load_prefix(s)));
             {
                 F d = kind == MSM_PAIR_ADD ? f_sub(msm_load_words(&rb.p->x), msm_load_words(&ra.p->x))

@@ -492,7 +492,24 @@ fn affine_buckets<E: Exec, C: GpuCurve>(
 mod tests {
     use proptest::prelude::*;
 
-    use super::{rounds_for, AFFINE_TAIL};
+    use super::{rounds_for, AFFINE_PER, AFFINE_TAIL, SUMS_THREADS, TOP_THREADS};
+
+    /// The block sizes and slots per thread this file launches with are the ones the kernels
+    /// are written for (kernels/msm/affine.cuh sizes shared memory by them).
+    #[test]
+    fn launch_shapes_match_the_kernel_header() {
+        let header = include_str!("../../../../kernels/msm/affine.cuh");
+        for define in [
+            format!("#define MSM_SUMS_THREADS {SUMS_THREADS}u"),
+            format!("#define MSM_TOP_THREADS {TOP_THREADS}u"),
+            format!("#define MSM_AFFINE_PER {AFFINE_PER}u"),
+        ] {
+            assert!(
+                header.contains(&define),
+                "kernels/msm/affine.cuh lacks `{define}`"
+            );
+        }
+    }
 
     /// The level recurrence of kernels/msm/affine.cuh: (base, count) of key κ one level up.
     fn up((base, count): (usize, usize), kappa: usize) -> (usize, usize) {
