@@ -155,6 +155,13 @@ fn edge_fps() -> Vec<Fp> {
         Fp::from(3u64),
         -Fp::from(3u64),
     ]);
+    // Limbs of all ones (as the kernels see them, in Montgomery form): partial products near
+    // 2^64, whose carries run the length of every row of the multiplication.
+    out.extend([
+        fp_with_montgomery_form(380, -1),
+        fp_with_montgomery_form(352, -1),
+        fp_with_montgomery_form(380, -(1 << 32)),
+    ]);
     out
 }
 
