@@ -210,6 +210,8 @@ FR_HD fp_t fp_mul(const fp_t& a, const fp_t& b) {
     return fp_detail::finish(y, x);
 }
 
+// a² as a product: a dedicated squaring (78 products instead of 144) was faster alone but slower
+// inside the MSM's kernels on the H200 (docs/benchmarks.md, sessions 4 and 15).
 FR_HD fp_t fp_sqr(const fp_t& a) { return fp_mul(a, a); }
 
 // ---------------------------------------------------------------------------------------------
