@@ -483,8 +483,8 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_
         msm_value_ref<F> rb = msm_level_ref<F>(level_in, ia + 1, sorted, e0, bases, base_offset, pts_in);
         // λ = num / d with 1/d = inv · prefix; inv then moves past this pair (inv · d). d and
         // num come from the x coordinates in the common case (as msm_affine_pairs decided it),
-        // else from the classified pair.
-        F lambda;
+        // else from the classified pair. Then x = λ² − x_a − x_b, y = λ(x_a − x) − y_a (x_b = x_a
+        // when doubling).
         if constexpr (sizeof(F) == sizeof(fp_t)) {
             // G1 (inlined multiplications): d and num formed first, from the coordinates the
             // pair is classified by.
@@ -507,8 +507,13 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_
                     }
                 }
             }
-            lambda = f_mul(num, f_mul(inv, scratch.load_prefix(s)));
+            F lambda = f_mul(num, f_mul(inv, scratch.load_prefix(s)));
             inv = f_mul(inv, d);
+            F xa = msm_load_words(&ra.p->x);
+            affine_t<F> r;
+            r.x = f_sub(f_sub(f_sqr(lambda), xa), msm_load_words(&rb.p->x));
+            r.y = f_sub(f_mul(lambda, f_sub(xa, r.x)), msm_ref_y(ra));
+            msm_store_affine(&pts_out[s], r);
         } else {
             // G2: each multiplication is a call, which saves what its caller holds, so d and
             // num are formed where each is consumed, from the coordinates loaded again
@@ -545,14 +550,7 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_
             msm_store_words(&pts_out[s].x, x);
             F y = f_sub(f_mul(cell.load(0), f_sub(xa, x)), msm_ref_y(ra));
             msm_store_words(&pts_out[s].y, y);
-            continue;
         }
-        // x = λ² − x_a − x_b, y = λ(x_a − x) − y_a (x_b = x_a when doubling).
-        F xa = msm_load_words(&ra.p->x);
-        affine_t<F> r;
-        r.x = f_sub(f_sub(f_sqr(lambda), xa), msm_load_words(&rb.p->x));
-        r.y = f_sub(f_mul(lambda, f_sub(xa, r.x)), msm_ref_y(ra));
-        msm_store_affine(&pts_out[s], r);
     }
 }
 
