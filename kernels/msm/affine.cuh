@@ -651,8 +651,9 @@ __device__ __forceinline__ void msm_inv_top(F* inv, const F* vals, uint32_t n, u
 
 // After the last round: thread κ adds key κ's values at `level` (at most a few: the host stops
 // the rounds at AFFINE_TAIL values per key) into its bucket with mixed XYZZ additions. When
-// `fresh` (the chunk is the MSM's first, so every bucket is still infinity), the bucket is not
-// read: the sum starts from infinity, so a lone value is written as (x, y, 1, 1).
+// `fresh` (the chunk is the MSM's first), the bucket is not read but written from infinity (a
+// lone value as (x, y, 1, 1), no value as infinity), so the MSM does not clear the buckets
+// before its first chunk.
 template <class F>
 __device__ __forceinline__ void msm_affine_buckets(xyzz_t<F>* buckets, const uint32_t* offsets, uint32_t k0,
                                                    uint32_t n_keys, uint32_t level, const uint64_t* sorted,
@@ -662,7 +663,7 @@ __device__ __forceinline__ void msm_affine_buckets(xyzz_t<F>* buckets, const uin
     if (kappa >= n_keys) return;
     uint32_t e0 = offsets[k0];
     msm_level_pos pos = msm_level_of(offsets, k0, e0, kappa, level);
-    if (pos.count == 0) return;
+    if (pos.count == 0 && !fresh) return;
     xyzz_t<F> b = fresh ? xyzz_t<F>::inf() : msm_load_words(&buckets[k0 + kappa]);
     for (uint32_t j = 0; j < pos.count; j++) {
         xyzz_add_affine(b, msm_level_value<F>(level, pos.base + j, sorted, e0, bases, base_offset, pts));

@@ -6,9 +6,10 @@
 //! each pair in affine coordinates, the round's inversions shared by one batch inversion
 //! (Montgomery's trick: blockwise, one inversion per block, while the blocks fit one wave on the
 //! device; above that a tree with one inversion at the top). Each bucket's remaining values are
-//! then added into its XYZZ bucket (which the MSM's first chunk does not read: it is still
-//! infinity), and the reduction reads those as before. The groups alternate between two compute
-//! lanes when the plan has two ([`MsmPlan::affine_lanes_used`]), each with its own workspace.
+//! then added into its XYZZ bucket (which the MSM's first chunk writes without reading it, so
+//! the buckets need not be cleared first), and the reduction reads those as before. The groups
+//! alternate between two compute lanes when the plan has two ([`MsmPlan::affine_lanes_used`]),
+//! each with its own workspace.
 
 use super::curve::{kernels_of, GpuCurve};
 use super::exec::{blocks, u32_arg, Arg, Exec};
@@ -91,8 +92,8 @@ pub(crate) struct SortedChunk<'a, B> {
 /// side lane starts once the chunk's sort is done (an event), and the main lane waits for it
 /// before this returns, error or not, so later work (the next chunk's sort, the reduction, the
 /// buffers' reuse) finds every group summed. Groups write disjoint ranges of `buckets` and only
-/// read the chunk. `fresh`: every bucket is still infinity (the MSM's first chunk), so the
-/// buckets are written without being read.
+/// read the chunk. `fresh`: the MSM's first chunk, so every bucket is written without being
+/// read (infinity where the chunk has no entry for it): the buckets need no clearing before.
 pub(crate) fn accumulate<E: Exec, C: GpuCurve>(
     exec: &E,
     plan: &MsmPlan,
@@ -458,7 +459,7 @@ fn invert<E: Exec, C: GpuCurve>(
 }
 
 /// msm_affine_buckets_<g>: each bucket's last value (level `level`) into its XYZZ bucket, for
-/// the buckets `k0..k0 + n_keys` (written there when `fresh`).
+/// the buckets `k0..k0 + n_keys` (each written from infinity when `fresh`, also where empty).
 fn affine_buckets<E: Exec, C: GpuCurve>(
     exec: &E,
     ws: &AffineWorkspace<E::Buf>,

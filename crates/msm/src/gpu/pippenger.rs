@@ -199,7 +199,10 @@ pub(crate) fn msm<E: Exec, C: GpuCurve>(
     }
     exec.mark("start")?;
     let mut ws = Workspace::new(exec, plan)?;
-    exec.zero(&mut ws.buckets)?;
+    if plan.accumulation == Accumulation::Xyzz {
+        // The batch-affine sums write every bucket in the first chunk (msm_affine_buckets).
+        exec.zero(&mut ws.buckets)?;
+    }
     let mut base_stage = Staging::new(exec, plan, plan.group.affine_bytes(), &bases)?;
     let mut scalar_stage = Staging::new(exec, plan, 32, &scalars)?;
     let streaming = bases.streams() || scalars.streams();
