@@ -214,9 +214,12 @@ pub(crate) const SCAN_TILE: usize = 2048;
 pub(crate) const AFFINE_PER: usize = 8;
 /// Elements per thread of the batch inversion tree's launched levels. Short groups: past its
 /// first levels the tree is bound by latency (on the H200, a small level's launch takes 7–9 µs
-/// in G1 and 15–21 µs in G2, `ncu`, sessions 9 and 10), not by its multiplications; groups of
-/// 16 measured slower (docs/benchmarks.md).
-pub(crate) const TREE_PER: usize = 4;
+/// in G1 and 15–21 µs in G2, `ncu`, sessions 9, 10 and 16), not by its multiplications. Eight
+/// rather than four since session 16 (docs/benchmarks.md): a third fewer levels, G2 2^24
+/// 243.5 -> 242.8 ms in the same groups; the tree's smaller scratch also lets G1 2^24's windows
+/// into four groups of four instead of five of three within the plan's budget (103.7 -> 102.8
+/// ms, 14.7 -> 18.2 GB). Sixteen: G1 2^24 103.2 ms.
+pub(crate) const TREE_PER: usize = 8;
 
 /// The sizes of a batch inversion tree over `n` values whose top takes at most `top` values:
 /// each level groups the one below in [`TREE_PER`]s.
