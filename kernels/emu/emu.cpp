@@ -17,6 +17,7 @@ dim3 blockDim;
 dim3 gridDim;
 
 static std::barrier<>* emu_barrier = nullptr;
+unsigned char* cuzk_emu_dynamic_shared = nullptr;
 
 void __syncthreads() {
     if (emu_barrier) emu_barrier->arrive_and_wait();
@@ -53,6 +54,8 @@ static const EmuKernel emu_kernels[] = {
     EMU_KERNEL(msm_scan_tiles, true),
     EMU_KERNEL(msm_scan_add, false),
     EMU_KERNEL(msm_scatter, false),
+    EMU_KERNEL(msm_sort_bins, true),
+    EMU_KERNEL(msm_sort_bin_buckets, true),
     EMU_KERNEL(msm_affine_stats, false),
     EMU_KERNEL(msm_affine_slots, false),
     EMU_GROUP(g1),
@@ -68,9 +71,10 @@ static const EmuKernel emu_kernels[] = {
 // are per launch).
 static std::mutex emu_launch_lock;
 
-// Runs kernel `name` on a grid of `grid` blocks of `block` threads. Returns 0, or -1 when no
-// kernel has that name.
-extern "C" int cuzk_msm_emu_launch(const char* name, uint32_t grid, uint32_t block, void** params) {
+// Runs kernel `name` on a grid of `grid` blocks of `block` threads with `shared_bytes` of dynamic
+// shared memory. Returns 0, or -1 when no kernel has that name.
+extern "C" int cuzk_msm_emu_launch(const char* name, uint32_t grid, uint32_t block, uint32_t shared_bytes,
+                                   void** params) {
     std::lock_guard<std::mutex> guard(emu_launch_lock);
     const EmuKernel* kernel = nullptr;
     for (const EmuKernel& k : emu_kernels) {
@@ -79,28 +83,45 @@ extern "C" int cuzk_msm_emu_launch(const char* name, uint32_t grid, uint32_t blo
     if (!kernel) return -1;
     gridDim = dim3{grid, 1, 1};
     blockDim = dim3{block, 1, 1};
-    for (uint32_t b = 0; b < grid; b++) {
-        if (!kernel->synchronises) {
+    // 16-byte aligned, as the device's; poisoned before each block, so what a block did not write
+    // reads as garbage.
+    std::vector<uint64_t> shared((shared_bytes + 15) / 16 * 2);
+    cuzk_emu_dynamic_shared = reinterpret_cast<unsigned char*>(shared.data());
+    auto poison = [&shared]() noexcept { std::memset(shared.data(), 0xa5, shared.size() * sizeof(uint64_t)); };
+    if (!kernel->synchronises) {
+        for (uint32_t b = 0; b < grid; b++) {
+            poison();
             blockIdx = dim3{b, 0, 0};
             for (uint32_t t = 0; t < block; t++) {
                 threadIdx = dim3{t, 0, 0};
                 kernel->run(params);
             }
-            continue;
         }
-        std::barrier<> barrier(block);
-        emu_barrier = &barrier;
-        std::vector<std::thread> threads;
-        threads.reserve(block);
-        for (uint32_t t = 0; t < block; t++) {
-            threads.emplace_back([kernel, params, b, t] {
-                blockIdx = dim3{b, 0, 0};
-                threadIdx = dim3{t, 0, 0};
-                kernel->run(params);
-            });
-        }
-        for (std::thread& thread : threads) thread.join();
-        emu_barrier = nullptr;
+        cuzk_emu_dynamic_shared = nullptr;
+        return 0;
     }
+    // One host thread per thread of a block, made once per launch: each runs its thread of every
+    // block in turn, and all of them finish a block before any starts the next (`between`, whose
+    // completion poisons the shared memory once they all have), as one block at a time on the
+    // device. `__syncthreads` is the other barrier.
+    poison();
+    std::barrier<> barrier(block);
+    std::barrier between(block, poison);
+    emu_barrier = &barrier;
+    std::vector<std::thread> threads;
+    threads.reserve(block);
+    for (uint32_t t = 0; t < block; t++) {
+        threads.emplace_back([kernel, params, grid, t, &between] {
+            threadIdx = dim3{t, 0, 0};
+            for (uint32_t b = 0; b < grid; b++) {
+                blockIdx = dim3{b, 0, 0};
+                kernel->run(params);
+                between.arrive_and_wait();
+            }
+        });
+    }
+    for (std::thread& thread : threads) thread.join();
+    emu_barrier = nullptr;
+    cuzk_emu_dynamic_shared = nullptr;
     return 0;
 }

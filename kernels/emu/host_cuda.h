@@ -19,6 +19,11 @@
 #define __launch_bounds__(...)
 #define __shared__ static
 
+// A kernel's dynamic shared memory (`extern __shared__` on the device, see msm.cu's
+// CUZK_DYNAMIC_SHARED): the launcher's buffer of the launch's size, poisoned before each block.
+extern unsigned char* cuzk_emu_dynamic_shared;
+#define CUZK_DYNAMIC_SHARED(T, name) T* name = reinterpret_cast<T*>(cuzk_emu_dynamic_shared)
+
 struct dim3 {
     unsigned x, y, z;
 };

@@ -204,6 +204,139 @@ extern "C" __global__ void msm_scatter(uint64_t* sorted, uint32_t* cursor, const
     }
 }
 
+// The counting sort in two passes, for chunks whose windows' sorted entries exceed the L2 cache
+// (MsmPlan::sort_bins, crates/msm/src/gpu/plan.rs), in place of msm_scatter's parts. The
+// single-pass scatter writes each 8-byte entry at a random place of its window's output, which
+// leaves L2 in partly written sectors unless the output is cut into parts that fit it, and each
+// part reads the window's keys again (docs/benchmarks.md, sessions 5, 14 and 17). Here:
+// 1. msm_sort_bins: each block takes a tile of keys of one window and groups its entries by bin
+//    (`bins` ranges of 2^bin_log2 consecutive buckets of the window) in shared memory, claims room in each bin's range of `binned` (bin_fill,
+//    zeroed beforehand, counts what earlier tiles claimed; a bin's range starts where its first
+//    bucket's does, offsets[...]) and writes each bin's entries there as one run.
+// 2. msm_sort_bin_buckets: each block takes whole bins, one after another, orders each bin's
+//    entries by bucket in shared memory (ranked by atomics on per-bucket counters there) and
+//    writes them out in order. Sorting a bin in place in `sorted` instead, each entry to its
+//    bucket's next place, wrote half as many bytes again as it needed (partly written sectors)
+//    and made the two passes slower than msm_scatter (session 17).
+// The entries are those msm_scatter writes (key << 32 | point reference), in each bucket in an
+// order that varies from run to run (as msm_scatter's atomics leave it); the bucket sums do not
+// depend on it. Any distribution of the keys is sorted correctly; one bucket holding most
+// entries serialises the shared-memory atomics of its bin (slow, as msm_scatter's global ones).
+#define MSM_BIN_PER 16u            // keys per thread of msm_sort_bins: a tile is MSM_BIN_PER·blockDim.x
+#define MSM_BIN_MAX_THREADS 1024u  // the most threads of a msm_sort_bins block
+
+// A kernel's dynamic shared memory, 16-byte aligned (the host emulator defines its own).
+#ifndef CUZK_DYNAMIC_SHARED
+#define CUZK_DYNAMIC_SHARED(T, name) extern __shared__ __align__(16) T name[]
+#endif
+
+// Pass 1, block b: tile b % tiles_per_window of window b / tiles_per_window (keys[w·m ..]), of
+// MSM_BIN_PER·blockDim.x keys (blockDim.x a power of two, at least 32, at most
+// MSM_BIN_MAX_THREADS); the window's buckets are keys [w·half, w·half + half), half =
+// bins << bin_log2. Dynamic shared memory: the tile's entries, then three counters per bin
+// (8·MSM_BIN_PER·blockDim.x + 12·bins bytes).
+extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
+    msm_sort_bins(uint64_t* binned, uint32_t* bin_fill, const uint32_t* offsets, const uint32_t* keys, uint32_t m,
+                  uint32_t tiles_per_window, uint32_t bin_log2, uint32_t bins) {
+    CUZK_DYNAMIC_SHARED(uint64_t, stage);
+    __shared__ uint32_t scan[MSM_BIN_MAX_THREADS];
+    uint32_t tid = threadIdx.x, threads = blockDim.x, tile = MSM_BIN_PER * threads;
+    uint32_t* count = reinterpret_cast<uint32_t*>(stage + tile);  // entries of each bin in this tile
+    uint32_t* start = count + bins;                               // their first place in `stage`
+    uint32_t* dest = start + bins;                                // and in `binned`
+    uint32_t w = blockIdx.x / tiles_per_window;
+    uint32_t first = (blockIdx.x % tiles_per_window) * tile;
+    uint32_t key0 = w * (bins << bin_log2);
+    for (uint32_t b = tid; b < bins; b += threads) count[b] = 0;
+    __syncthreads();
+    uint32_t v[MSM_BIN_PER], rank[MSM_BIN_PER];
+#pragma unroll
+    for (uint32_t r = 0; r < MSM_BIN_PER; r++) {
+        rank[r] = 0;
+        uint32_t i = first + r * threads + tid;
+#if defined(__CUDA_ARCH__)
+        v[r] = i < m ? __ldcs(&keys[(uint64_t)w * m + i]) : MSM_NO_DIGIT;
+#else
+        v[r] = i < m ? keys[(uint64_t)w * m + i] : MSM_NO_DIGIT;
+#endif
+        if (v[r] != MSM_NO_DIGIT) rank[r] = atomicAdd(&count[((v[r] & MSM_KEY_MASK) - key0) >> bin_log2], 1u);
+    }
+    __syncthreads();
+    // Exclusive prefix sum of the counts: thread t sums bins [t·per, t·per + per), the threads'
+    // sums are scanned in shared memory (Hillis–Steele), and each thread writes its bins' starts.
+    uint32_t per = (bins + threads - 1) / threads;
+    uint32_t lo = tid * per < bins ? tid * per : bins;
+    uint32_t hi = lo + per < bins ? lo + per : bins;
+    uint32_t local = 0;
+    for (uint32_t b = lo; b < hi; b++) local += count[b];
+    scan[tid] = local;
+    __syncthreads();
+    for (uint32_t offset = 1; offset < threads; offset <<= 1) {
+        uint32_t add = tid >= offset ? scan[tid - offset] : 0;
+        __syncthreads();
+        scan[tid] += add;
+        __syncthreads();
+    }
+    uint32_t run = scan[tid] - local;
+    for (uint32_t b = lo; b < hi; b++) {
+        start[b] = run;
+        run += count[b];
+        if (count[b] != 0) dest[b] = offsets[key0 + (b << bin_log2)] + atomicAdd(&bin_fill[w * bins + b], count[b]);
+    }
+    __syncthreads();
+#pragma unroll
+    for (uint32_t r = 0; r < MSM_BIN_PER; r++) {
+        if (v[r] != MSM_NO_DIGIT) {
+            uint32_t key = v[r] & MSM_KEY_MASK;
+            uint32_t point = first + r * threads + tid;
+            stage[start[(key - key0) >> bin_log2] + rank[r]] = ((uint64_t)key << 32) | (point | (v[r] & MSM_SIGN));
+        }
+    }
+    __syncthreads();
+    // Consecutive threads write consecutive entries of a bin's run.
+    uint32_t total = scan[threads - 1];
+    for (uint32_t j = tid; j < total; j += threads) {
+        uint64_t e = stage[j];
+        uint32_t b = ((uint32_t)(e >> 32) - key0) >> bin_log2;
+        binned[dest[b] + (j - start[b])] = e;
+    }
+}
+
+// Pass 2: block b takes bins b, b + gridDim.x, ... of the n_bins (all windows': bin i holds the
+// keys [i << bin_log2, (i + 1) << bin_log2)). Dynamic shared memory:
+// `cap` entries, then one counter per bucket of a bin (8·cap + 4·2^bin_log2 bytes). A bin of at
+// most `cap` entries is sorted there and written out in order, in whole sectors; a larger one
+// (a skewed distribution of the scalars) goes straight to `sorted`, each entry to its bucket's
+// next place, which is correct for any distribution, and slower. Any block size.
+extern "C" __global__ void msm_sort_bin_buckets(uint64_t* sorted, const uint64_t* binned, const uint32_t* offsets,
+                                                uint32_t bin_log2, uint32_t n_bins, uint32_t cap) {
+    CUZK_DYNAMIC_SHARED(uint64_t, stage);
+    uint32_t* rank = reinterpret_cast<uint32_t*>(stage + cap);
+    uint32_t keys = 1u << bin_log2;
+    for (uint32_t bin = blockIdx.x; bin < n_bins; bin += gridDim.x) {
+        uint32_t k0 = bin << bin_log2;
+        for (uint32_t k = threadIdx.x; k < keys; k += blockDim.x) rank[k] = 0;
+        __syncthreads();
+        uint32_t lo = offsets[k0], n = offsets[k0 + keys] - lo;
+        if (n <= cap) {
+            for (uint32_t j = threadIdx.x; j < n; j += blockDim.x) {
+                uint64_t e = binned[lo + j];
+                uint32_t key = (uint32_t)(e >> 32);
+                stage[offsets[key] - lo + atomicAdd(&rank[key - k0], 1u)] = e;
+            }
+            __syncthreads();
+            for (uint32_t j = threadIdx.x; j < n; j += blockDim.x) sorted[lo + j] = stage[j];
+        } else {
+            for (uint32_t j = threadIdx.x; j < n; j += blockDim.x) {
+                uint64_t e = binned[lo + j];
+                uint32_t key = (uint32_t)(e >> 32);
+                sorted[offsets[key] + atomicAdd(&rank[key - k0], 1u)] = e;
+            }
+        }
+        __syncthreads();  // the counters and the stage are reused by the next bin
+    }
+}
+
 // buckets[key] += acc (skipped for infinity).
 template <class F>
 __device__ __forceinline__ void msm_bucket_add(xyzz_t<F>* buckets, uint32_t key, const xyzz_t<F>& acc) {

@@ -19,6 +19,9 @@
 //! `--streamed-first-chunk N` the streamed plan's first chunk, at most a chunk;
 //! `--streamed-accumulation xyzz|batch-affine` the streamed plan's bucket sums;
 //! `--accumulate-seg N` the sorted entries per thread of the resident plan's first level;
+//! `--one-pass-sort` keeps the single-pass scatter where the plans would sort in two passes;
+//! `--sort-tile-threads N` the threads per block of the two-pass sort's first pass;
+//! `--sort-stage-limit N` the most entries of a bin its second pass sorts in shared memory;
 //! `--affine-lanes N` (1 or 2), `--affine-scratch BYTES` and `--affine-block-inverse-max N` the
 //! lanes and scratch budget of the batch-affine groups of windows and the most values a round
 //! inverts blockwise, in the resident and streamed plans). Prints a
@@ -60,12 +63,24 @@ struct Args {
     affine_lanes: Option<u32>,
     affine_scratch: Option<usize>,
     affine_block_inverse_max: Option<usize>,
+    one_pass_sort: bool,
+    sort_tile_threads: Option<u32>,
+    sort_stage_limit: Option<usize>,
     out: Option<String>,
 }
 
 impl Args {
-    /// `plan` with the batch-affine lanes and scratch the arguments set.
+    /// `plan` with the batch-affine lanes and scratch (and the sort) the arguments set.
     fn affine_layout(&self, mut plan: MsmPlan) -> MsmPlan {
+        if self.one_pass_sort {
+            plan = plan.with_two_pass_sort(false);
+        }
+        if let Some(threads) = self.sort_tile_threads {
+            plan = plan.with_sort_tile_threads(threads);
+        }
+        if let Some(entries) = self.sort_stage_limit {
+            plan = plan.with_sort_stage_limit(entries);
+        }
         if let Some(bytes) = self.affine_scratch {
             plan = plan.with_affine_scratch(bytes);
         }
@@ -79,10 +94,14 @@ impl Args {
     }
 }
 
-/// `p` with `plan`'s scatter parts and batch-affine layout (budget, lanes, blockwise inversion),
+/// `p` with `plan`'s scatter parts, sort passes and batch-affine layout (budget, lanes, blockwise inversion),
 /// so that a plan rebuilt with another window or chunk length differs from `plan` in that only.
 fn same_layout(plan: &MsmPlan, p: MsmPlan) -> MsmPlan {
     p.with_scatter_region(plan.scatter_region)
+        .with_two_pass_sort(plan.two_pass_sort)
+        .with_sort_shared(plan.sort_shared)
+        .with_sort_tile_threads(plan.sort_tile_threads)
+        .with_sort_stage_limit(plan.sort_stage_limit)
         .with_affine_block_inverse_max(plan.affine_block_inverse_max)
         .with_affine_lanes(plan.affine_lanes)
         .with_affine_scratch(plan.affine_budget)
@@ -122,6 +141,9 @@ fn parse_args() -> Args {
         streamed_window_bits: get("--streamed-window-bits")
             .map(|v| v.parse().expect("a window width")),
         accumulate_seg: get("--accumulate-seg").map(|v| v.parse().expect("entries per thread")),
+        one_pass_sort: argv.iter().any(|a| a == "--one-pass-sort"),
+        sort_tile_threads: get("--sort-tile-threads").map(|v| v.parse().expect("threads")),
+        sort_stage_limit: get("--sort-stage-limit").map(|v| v.parse().expect("entries")),
         affine_lanes: get("--affine-lanes").map(|v| v.parse().expect("a number of lanes")),
         affine_scratch: get("--affine-scratch").map(|v| v.parse().expect("a number of bytes")),
         affine_block_inverse_max: get("--affine-block-inverse-max")

@@ -114,6 +114,8 @@ pub(crate) const KERNEL_NAMES: &[&str] = &[
     "msm_scan_tiles",
     "msm_scan_add",
     "msm_scatter",
+    "msm_sort_bins",
+    "msm_sort_bin_buckets",
     "msm_affine_stats",
     "msm_affine_slots",
     "msm_accumulate_g1",

@@ -100,6 +100,18 @@ pub(crate) trait Exec {
         grid: u32,
         block: u32,
         args: &[Arg<'_, Self::Buf>],
+    ) -> Result<(), GpuMsmError> {
+        self.launch_shared(kernel, grid, block, 0, args)
+    }
+    /// [`launch`](Self::launch) with `shared_bytes` of dynamic shared memory per block (at most
+    /// the device's `max_shared_per_block`, less the kernel's static shared memory).
+    fn launch_shared(
+        &self,
+        kernel: &'static str,
+        grid: u32,
+        block: u32,
+        shared_bytes: u32,
+        args: &[Arg<'_, Self::Buf>],
     ) -> Result<(), GpuMsmError>;
 }
 
@@ -418,14 +430,20 @@ mod gpu {
             Ok(())
         }
 
-        fn launch(
+        fn launch_shared(
             &self,
             kernel: &'static str,
             grid: u32,
             block: u32,
+            shared_bytes: u32,
             args: &[Arg<'_, Self::Buf>],
         ) -> Result<(), GpuMsmError> {
             let function = self.kernels.kernel(kernel)?;
+            if shared_bytes > 0 {
+                // Above 48 KiB the kernel must opt in; the attribute is the kernel's, set on
+                // every such launch (one driver call, next to the launch's own).
+                function.set_max_dynamic_shared_bytes(shared_bytes)?;
+            }
             let mut kargs = KernelArgs::new();
             for arg in args {
                 match arg {
@@ -444,7 +462,7 @@ mod gpu {
             let config = LaunchConfig {
                 grid: (grid, 1, 1),
                 block: (block, 1, 1),
-                shared_bytes: 0,
+                shared_bytes,
             };
             // SAFETY: every launch wrapper (pippenger.rs, batch.rs, testops.rs) passes the
             // arguments of its kernel in order with the types of its C signature (buffers as
@@ -480,6 +498,7 @@ mod emu {
             name: *const c_char,
             grid: u32,
             block: u32,
+            shared_bytes: u32,
             params: *mut *mut c_void,
         ) -> i32;
     }
@@ -856,11 +875,12 @@ mod emu {
             Ok(())
         }
 
-        fn launch(
+        fn launch_shared(
             &self,
             kernel: &'static str,
             grid: u32,
             block: u32,
+            shared_bytes: u32,
             args: &[Arg<'_, EmuBuf>],
         ) -> Result<(), GpuMsmError> {
             let bufs: Vec<&EmuBuf> = args
@@ -893,8 +913,15 @@ mod emu {
                 // device), allocated until this has run (as in `zero`); `slots` and `params`
                 // outlive the synchronous call; on a little-endian host a uint32_t parameter
                 // reads the low half of its slot.
-                let status =
-                    unsafe { cuzk_msm_emu_launch(name.as_ptr(), grid, block, params.as_mut_ptr()) };
+                let status = unsafe {
+                    cuzk_msm_emu_launch(
+                        name.as_ptr(),
+                        grid,
+                        block,
+                        shared_bytes,
+                        params.as_mut_ptr(),
+                    )
+                };
                 if status == 0 {
                     Ok(())
                 } else {

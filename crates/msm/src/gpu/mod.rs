@@ -60,8 +60,8 @@ use crate::MsmError;
 pub use curve::{DeviceElement, GpuCurve};
 pub use plan::{
     affine_scratch_for_device, device_bytes_needed, num_windows, streamed_chunk_len, Accumulation,
-    Group, MsmPlan, DEFAULT_AFFINE_LANES, DEFAULT_AFFINE_SCRATCH, DEFAULT_RESIDENT_CHUNK,
-    DEFAULT_SCATTER_REGION, DEFAULT_STREAMED_CHUNK, MAX_AFFINE_LANES,
+    Group, MsmPlan, SortBins, DEFAULT_AFFINE_LANES, DEFAULT_AFFINE_SCRATCH, DEFAULT_RESIDENT_CHUNK,
+    DEFAULT_SCATTER_REGION, DEFAULT_SORT_SHARED, DEFAULT_STREAMED_CHUNK, MAX_AFFINE_LANES,
 };
 
 #[cfg(feature = "cuda")]
@@ -299,6 +299,7 @@ mod device {
             let info = self.kernels.device.info();
             MsmPlan::new(n, group, info.sm_count)
                 .with_scatter_region(info.l2_bytes)
+                .with_sort_shared(info.max_shared_per_block)
                 .with_affine_scratch(affine_scratch_for_device(info.total_memory))
         }
 
@@ -310,6 +311,7 @@ mod device {
             let info = self.kernels.device.info();
             let plan = MsmPlan::for_chunks(n, group, info.sm_count, streamed_chunk_len(n))
                 .with_scatter_region(info.l2_bytes)
+                .with_sort_shared(info.max_shared_per_block)
                 .with_affine_scratch(affine_scratch_for_device(info.total_memory));
             let accumulation = Accumulation::streamed_default(group, plan.chunk_len);
             plan.with_accumulation(accumulation)

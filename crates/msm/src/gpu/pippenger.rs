@@ -17,7 +17,10 @@
 use super::affine::{self, AffineWorkspace, SortedChunk};
 use super::curve::{kernels_of, GpuCurve};
 use super::exec::{blocks, u32_arg, Arg, Exec};
-use super::plan::{Accumulation, MsmPlan, INT_BLOCK, MERGE_SEG, POINT_BLOCK, SCATTER_PER};
+use super::plan::{
+    Accumulation, MsmPlan, SortBins, BIN_SORT_BLOCKS_PER_SM, INT_BLOCK, MERGE_SEG, POINT_BLOCK,
+    SCATTER_PER,
+};
 use super::{GpuMsmError, ScalarForm};
 use crate::reference::combine_windows;
 use rayon::prelude::*;
@@ -45,6 +48,9 @@ struct Workspace<B> {
     scan: Vec<B>,
     keys: B,
     sorted: B,
+    /// The two-pass sort's entries grouped by bin and its bins' fill counts, when the plan
+    /// sorts in two passes ([`MsmPlan::sort_bins`]).
+    bins: Option<(B, B)>,
     sums: BucketSums<B>,
 }
 
@@ -90,6 +96,13 @@ impl<B> Workspace<B> {
             scan,
             keys: exec.alloc(4 * entries)?,
             sorted: exec.alloc(8 * entries)?,
+            bins: match plan.sort_bins() {
+                Some(s) => Some((
+                    exec.alloc(8 * entries)?,
+                    exec.alloc(4 * s.bins * plan.n_windows as usize)?,
+                )),
+                None => None,
+            },
             sums,
         })
     }
@@ -284,10 +297,65 @@ fn sort_chunk<E: Exec>(
     exec.mark("digits")?;
     let (first, rest) = ws.scan.split_first_mut().expect("at least one scan level");
     scan(exec, &mut ws.counts, g + 1, first, rest)?;
-    exec.copy(&ws.counts, &mut ws.cursor)?;
-    exec.mark("scan")?;
-    msm_scatter(exec, ws, m, plan)?;
+    match plan.sort_bins() {
+        Some(bins) => {
+            exec.mark("scan")?;
+            msm_sort_two_passes(exec, ws, m, plan, bins)?;
+        }
+        None => {
+            exec.copy(&ws.counts, &mut ws.cursor)?;
+            exec.mark("scan")?;
+            msm_scatter(exec, ws, m, plan)?;
+        }
+    }
     exec.mark("scatter")
+}
+
+/// msm_sort_bins then msm_sort_bin_buckets: the counting sort in two passes, cut as `bins`
+/// says ([`MsmPlan::sort_bins`]), for a chunk of `m` points.
+fn msm_sort_two_passes<E: Exec>(
+    exec: &E,
+    ws: &mut Workspace<E::Buf>,
+    m: usize,
+    plan: &MsmPlan,
+    bins: SortBins,
+) -> Result<(), GpuMsmError> {
+    let (binned, fill) = ws.bins.as_mut().expect("allocated for a plan with bins");
+    exec.zero(fill)?;
+    let tiles = m.div_ceil(bins.tile());
+    let windows = plan.n_windows as usize;
+    exec.launch_shared(
+        "msm_sort_bins",
+        u32_arg(tiles * windows, "sort tiles")?,
+        bins.tile_threads,
+        u32_arg(bins.tile_shared_bytes(), "sort tile shared memory")?,
+        &[
+            Arg::Buf(binned),
+            Arg::Buf(fill),
+            Arg::Buf(&ws.counts),
+            Arg::Buf(&ws.keys),
+            Arg::U32(u32_arg(m, "points per chunk")?),
+            Arg::U32(u32_arg(tiles, "tiles per window")?),
+            Arg::U32(bins.bin_log2),
+            Arg::U32(u32_arg(bins.bins, "bins")?),
+        ],
+    )?;
+    let n_bins = bins.bins * windows;
+    let grid = n_bins.min((BIN_SORT_BLOCKS_PER_SM * exec.sm_count().max(1)) as usize);
+    exec.launch_shared(
+        "msm_sort_bin_buckets",
+        u32_arg(grid, "sort blocks")?,
+        bins.stage_threads(),
+        u32_arg(bins.stage_shared_bytes(), "sort stage shared memory")?,
+        &[
+            Arg::Buf(&ws.sorted),
+            Arg::Buf(binned),
+            Arg::Buf(&ws.counts),
+            Arg::U32(bins.bin_log2),
+            Arg::U32(u32_arg(n_bins, "bins")?),
+            Arg::U32(u32_arg(bins.stage_cap, "sort stage")?),
+        ],
+    )
 }
 
 /// Adds the sorted chunk's `m` points into the buckets; `first`: the MSM's first chunk, which

@@ -195,6 +195,56 @@ pub(crate) const POINT_BLOCK: u32 = 128;
 pub(crate) const INT_BLOCK: u32 = 256;
 /// Entries per thread of the scatter (kernels/msm/msm.cu, MSM_SCATTER_PER; 8 measured slower).
 pub(crate) const SCATTER_PER: usize = 1;
+/// The two-pass sort (kernels/msm/msm.cu, msm_sort_bins and msm_sort_bin_buckets): keys per
+/// thread of the first pass (MSM_BIN_PER), the most threads of its blocks (MSM_BIN_MAX_THREADS,
+/// which also sizes its static shared memory, 4 bytes each) and the most bins per window.
+pub(crate) const BIN_PER: usize = 16;
+pub(crate) const BIN_MAX_THREADS: u32 = 1024;
+pub(crate) const MAX_BINS: usize = 4096;
+/// Blocks per multiprocessor of the two-pass sort's second pass (each block sorts one bin at a
+/// time in its shared memory; its threads: [`SortBins::stage_threads`]).
+pub(crate) const BIN_SORT_BLOCKS_PER_SM: u32 = 2;
+/// Shared memory per block the two-pass sort may use when the plan does not know the device's
+/// (`GpuMsm::plan` uses all a block may opt in to: 227 KiB on the H200): the 48 KiB every
+/// device gives a block without opting in.
+pub const DEFAULT_SORT_SHARED: usize = 48 << 10;
+
+/// How the counting sort's two passes cut a chunk's keys ([`MsmPlan::sort_bins`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SortBins {
+    /// Each window's buckets fall in `bins` bins of `2^bin_log2` buckets.
+    pub bin_log2: u32,
+    pub bins: usize,
+    /// Threads per block of the first pass, which takes `BIN_PER` keys per thread.
+    pub tile_threads: u32,
+    /// Entries of a bin the second pass sorts in shared memory; a bin with more (skewed
+    /// scalars) goes the slow way.
+    pub stage_cap: usize,
+}
+
+impl SortBins {
+    /// Keys per block of the first pass.
+    pub fn tile(&self) -> usize {
+        BIN_PER * self.tile_threads as usize
+    }
+
+    /// Dynamic shared memory per block of the first pass: the tile's entries, three counters
+    /// per bin.
+    pub fn tile_shared_bytes(&self) -> usize {
+        8 * self.tile() + 12 * self.bins
+    }
+
+    /// Threads per block of the second pass: one per 16 entries of the stage (rounded up to a
+    /// power of two), from 32 to 1024.
+    pub fn stage_threads(&self) -> u32 {
+        (self.stage_cap.next_power_of_two() / 16).clamp(32, 1024) as u32
+    }
+
+    /// Dynamic shared memory per block of the second pass: the stage, a counter per bucket.
+    pub fn stage_shared_bytes(&self) -> usize {
+        8 * self.stage_cap + (4 << self.bin_log2)
+    }
+}
 /// Entries per thread in the merge levels of the bucket sums.
 pub(crate) const MERGE_SEG: usize = 16;
 /// Buckets (or sums) per thread in each level of the bucket reduction.
@@ -374,6 +424,18 @@ pub struct MsmPlan {
     /// window's buckets are cut into parts (zero: never cut); see
     /// [`MsmPlan::with_scatter_region`] and [`MsmPlan::scatter_parts`].
     pub scatter_region: usize,
+    /// Whether a sort whose scatter would be cut into parts sorts in two passes instead
+    /// ([`MsmPlan::sort_bins`]); on by default.
+    pub two_pass_sort: bool,
+    /// Shared memory per block (bytes) the two-pass sort may use; see
+    /// [`MsmPlan::with_sort_shared`].
+    pub sort_shared: usize,
+    /// Threads per block of the two-pass sort's first pass (zero: the most that fit
+    /// [`sort_shared`](Self::sort_shared)); see [`MsmPlan::with_sort_tile_threads`].
+    pub sort_tile_threads: u32,
+    /// The most entries of a bin the second pass sorts in shared memory, below what
+    /// [`sort_shared`](Self::sort_shared) allows (tests make it small to reach the slow way).
+    pub sort_stage_limit: usize,
 }
 
 /// Sorted entries per thread of the first level of the XYZZ bucket sums, for a chunk of
@@ -469,6 +531,10 @@ impl MsmPlan {
             affine_budget: DEFAULT_AFFINE_SCRATCH,
             affine_block_inverse_max: block_inverse_max(sm_count),
             scatter_region: DEFAULT_SCATTER_REGION,
+            two_pass_sort: true,
+            sort_shared: DEFAULT_SORT_SHARED,
+            sort_tile_threads: 0,
+            sort_stage_limit: usize::MAX,
         };
         plan.fit_affine(DEFAULT_AFFINE_SCRATCH, DEFAULT_AFFINE_LANES);
         plan
@@ -523,6 +589,91 @@ impl MsmPlan {
         }
         let parts = (8 * self.chunk_len).div_ceil(self.scatter_region);
         parts.clamp(1, self.buckets_per_window()) as u32
+    }
+
+    /// The same plan sorting in two passes where it would cut the scatter into parts (`true`,
+    /// the default), or always with the single-pass scatter (`false`).
+    pub fn with_two_pass_sort(mut self, on: bool) -> Self {
+        self.two_pass_sort = on;
+        self
+    }
+
+    /// The same plan with `bytes` of shared memory per block for the two-pass sort's kernels
+    /// (at most what the device lets a block opt in to).
+    pub fn with_sort_shared(mut self, bytes: usize) -> Self {
+        self.sort_shared = bytes;
+        self
+    }
+
+    /// The same plan with `threads` per block in the two-pass sort's first pass (a power of two
+    /// from 32 to 1024; zero: the most that fit its shared memory). Where they do not fit, the
+    /// plan sorts in one pass.
+    pub fn with_sort_tile_threads(mut self, threads: u32) -> Self {
+        self.sort_tile_threads = threads;
+        self
+    }
+
+    /// The same plan sorting bins of at most `entries` in the second pass's shared memory.
+    pub fn with_sort_stage_limit(mut self, entries: usize) -> Self {
+        self.sort_stage_limit = entries;
+        self
+    }
+
+    /// The counting sort's two passes (kernels/msm/msm.cu, msm_sort_bins and
+    /// msm_sort_bin_buckets): the fewest bins per window (at most [`MAX_BINS`]) whose expected
+    /// entries (a chunk's points over the bins) fill at most three quarters of the second pass's
+    /// stage, and the most threads per block of the first pass that fit
+    /// [`sort_shared`](Self::sort_shared) beside the bins' counters. Taken where the single-pass
+    /// scatter would be cut into parts (a window's sorted entries exceed
+    /// [`scatter_region`](Self::scatter_region)) and such bins exist, unless
+    /// [`two_pass_sort`](Self::two_pass_sort) is off; `None` otherwise. Measured on the H200
+    /// (docs/benchmarks.md, session 17).
+    pub fn sort_bins(&self) -> Option<SortBins> {
+        if !self.two_pass_sort || self.scatter_parts() <= 1 {
+            return None;
+        }
+        let per_window = self.buckets_per_window();
+        let mut bins = 1;
+        while bins <= per_window.min(MAX_BINS) {
+            let bin_log2 = (per_window / bins).trailing_zeros();
+            let stage_cap = self
+                .sort_shared
+                .saturating_sub(4 << bin_log2)
+                .min(8 * self.sort_stage_limit.min(usize::MAX / 8))
+                / 8;
+            if 4 * self.chunk_len <= 3 * bins * stage_cap {
+                let fits = |t: u32| {
+                    let layout = SortBins {
+                        bin_log2,
+                        bins,
+                        tile_threads: t,
+                        stage_cap,
+                    };
+                    layout.tile_shared_bytes() + 4 * BIN_MAX_THREADS as usize <= self.sort_shared
+                };
+                let tile_threads = match self.sort_tile_threads {
+                    0 => [1024, 512, 256, 128, 64, 32].into_iter().find(|&t| fits(t)),
+                    t => (t.is_power_of_two() && (32..=BIN_MAX_THREADS).contains(&t) && fits(t))
+                        .then_some(t),
+                }?;
+                return Some(SortBins {
+                    bin_log2,
+                    bins,
+                    tile_threads,
+                    stage_cap,
+                });
+            }
+            bins *= 2;
+        }
+        None
+    }
+
+    /// Device bytes of the two-pass sort's scratch: the entries grouped by bin, and each bin's
+    /// fill count.
+    fn sort_bins_bytes(&self) -> usize {
+        self.sort_bins().map_or(0, |s| {
+            8 * self.entries_per_chunk() + 4 * s.bins * self.n_windows as usize
+        })
     }
 
     /// The bucket range `[lo, hi)` of part `part` of window `window`'s scatter.
@@ -647,6 +798,10 @@ impl MsmPlan {
             max_chunk,
         )
         .with_scatter_region(self.scatter_region)
+        .with_two_pass_sort(self.two_pass_sort)
+        .with_sort_shared(self.sort_shared)
+        .with_sort_tile_threads(self.sort_tile_threads)
+        .with_sort_stage_limit(self.sort_stage_limit)
         .with_affine_block_inverse_max(self.affine_block_inverse_max);
         plan.fit_affine(self.affine_budget, self.affine_lanes);
         plan
@@ -776,6 +931,7 @@ impl MsmPlan {
             + 2 * (g + 1) * 4          // counts (then offsets) and cursors
             + scan
             + 3 * entries * 4          // digit keys, sorted entries (key and reference)
+            + self.sort_bins_bytes()   // the two-pass sort's entries grouped by bin
             + reduce
     }
 
@@ -929,6 +1085,83 @@ mod tests {
         }
         // Two chunks of 2^25 at 2^26: 20 bits (22 measured 13% slower, 21 25%).
         assert_eq!(MsmPlan::new(1 << 26, Group::G1, 132).window_bits, 20);
+    }
+
+    /// The two-pass sort's bins tile each window within the kernels' limits, are taken exactly
+    /// where the single-pass scatter would be cut into parts (unless switched off) and such bins
+    /// exist, and the kernels' sizes are the host's constants (kernels/msm/msm.cu).
+    #[test]
+    fn sort_bins_tile_each_window() {
+        let source = include_str!("../../../../kernels/msm/msm.cu");
+        for define in [
+            format!("#define MSM_BIN_PER {BIN_PER}u"),
+            format!("#define MSM_BIN_MAX_THREADS {BIN_MAX_THREADS}u"),
+        ] {
+            assert!(
+                source.contains(&define),
+                "kernels/msm/msm.cu lacks `{define}`"
+            );
+        }
+        for (n, c, region, shared) in [
+            (1usize << 24, 20u32, 60usize << 20, 227usize << 10),
+            (1 << 26, 20, 60 << 20, 227 << 10),
+            (1 << 26, 22, 60 << 20, 227 << 10),
+            (1 << 24, 17, 60 << 20, 227 << 10),
+            (1 << 24, 20, 60 << 20, DEFAULT_SORT_SHARED),
+            (1 << 20, 16, 60 << 20, 227 << 10),
+            (1000, 8, 2700, DEFAULT_SORT_SHARED),
+            (1000, 3, 2700, 6 << 10),
+            (1000, 8, 2700, 4 << 10),
+        ] {
+            let plan = MsmPlan::with_window_bits(n, Group::G1, 132, c, 1 << 26)
+                .with_scatter_region(region)
+                .with_sort_shared(shared);
+            let k = plan.buckets_per_window();
+            let what = format!("n {n}, c {c}, shared {shared}");
+            // The fewest bins whose expected entries fill at most three quarters of the stage.
+            let feasible = |bins: usize| {
+                let stage = shared.saturating_sub(4 * (k / bins)) / 8;
+                4 * plan.chunk_len <= 3 * bins * stage
+            };
+            match plan.sort_bins() {
+                Some(s) => {
+                    assert!(plan.scatter_parts() > 1, "{what}");
+                    assert_eq!(s.bins << s.bin_log2, k, "{what}");
+                    assert!(s.bins <= MAX_BINS && feasible(s.bins), "{what}");
+                    assert!(s.bins == 1 || !feasible(s.bins / 2), "{what}");
+                    assert!(s.stage_shared_bytes() <= shared, "{what}");
+                    assert!(s.tile_shared_bytes() + 4 * BIN_MAX_THREADS as usize <= shared);
+                    assert!((32..=BIN_MAX_THREADS).contains(&s.tile_threads));
+                    let one = plan.clone().with_two_pass_sort(false);
+                    let extra = 8 * plan.entries_per_chunk() + 4 * s.bins * plan.n_windows as usize;
+                    assert_eq!(plan.device_bytes(), one.device_bytes() + extra);
+                }
+                None => {
+                    // Not cut into parts, no bins fit the stage, or the fewest that do leave
+                    // no room for the first pass's smallest blocks.
+                    let first = (0..=MAX_BINS.min(k).trailing_zeros())
+                        .map(|b| 1usize << b)
+                        .find(|&b| feasible(b));
+                    assert!(
+                        plan.scatter_parts() == 1
+                            || first.is_none_or(|b| 8 * BIN_PER * 32 + 12 * b + 4096 > shared),
+                        "{what}"
+                    );
+                }
+            }
+            assert_eq!(plan.clone().with_two_pass_sort(false).sort_bins(), None);
+        }
+        // G1 2^24 and 2^26 on the H200 sort in two passes, in the largest first-pass blocks.
+        for n in [1usize << 24, 1 << 26] {
+            let plan = MsmPlan::new(n, Group::G1, 132)
+                .with_scatter_region(60 << 20)
+                .with_sort_shared(227 << 10);
+            assert_eq!(
+                plan.sort_bins().map(|s| s.tile_threads),
+                Some(1024),
+                "n {n}"
+            );
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@ use super::batch;
 use super::curve::{affine_bytes, GpuCurve};
 use super::exec::{as_bytes, Exec};
 use super::pippenger::{self, Source};
-use super::plan::{Accumulation, MsmPlan};
+use super::plan::{Accumulation, MsmPlan, MAX_BINS};
 use super::testops::{msm_test_field, msm_test_point, FieldOp, PointOp};
 use super::ScalarForm;
 use crate::{naive_msm, MsmError, Selection, G1, G2};
@@ -624,10 +624,25 @@ fn check_msm<E: Exec, C: TestCurve>(
         .clone()
         .with_accumulation(Accumulation::BatchAffine)
         .with_affine_scratch(usize::MAX);
+    // Sorted in three parts per window by the single-pass scatter, and in two passes: the first
+    // in blocks of 64 threads (few host threads in the emulator), the second sorting bins of up
+    // to 16 entries in shared memory and larger ones (skewed scalars, or a random bin over the
+    // limit) the other way.
+    let parts = (8 * plan.chunk_len).div_ceil(3);
     let xyzz = plan
         .clone()
         .with_accumulation(Accumulation::Xyzz)
-        .with_scatter_region((8 * plan.chunk_len).div_ceil(3));
+        .with_scatter_region(parts)
+        .with_two_pass_sort(false);
+    let k = plan.buckets_per_window();
+    let two_pass = affine
+        .clone()
+        .with_scatter_region(parts)
+        .with_sort_tile_threads(64)
+        .with_sort_stage_limit(16);
+    if plan.n_points > 0 && k > 1 && plan.chunk_len <= 12 * k.min(MAX_BINS) {
+        assert!(two_pass.sort_bins().is_some());
+    }
     // Groups of one window on two lanes (the side lane runs every other group): scratch for
     // two one-window groups; and on one lane, with no scratch budget at all.
     let lane_scratch = affine.affine_scratch(1).total();
@@ -650,6 +665,7 @@ fn check_msm<E: Exec, C: TestCurve>(
         (&one_window_groups, ScalarForm::Montgomery, Input::Mixed),
         (&one_window_one_lane, ScalarForm::Canonical, Input::Device),
         (&tree, ScalarForm::Montgomery, Input::Device),
+        (&two_pass, ScalarForm::Montgomery, Input::Host),
     ];
     for (plan, form, input) in runs {
         let got = run_msm::<E, C>(exec, plan, bases, scalars, form, input);
@@ -657,7 +673,7 @@ fn check_msm<E: Exec, C: TestCurve>(
             got,
             want,
             "{} MSM of {} points ({what}), window {}, chunks of {}, {:?} in groups of {} windows \
-             on {} lanes, scatter in {} parts, {form:?}, inputs {input:?}",
+             on {} lanes, scatter in {} parts (bins {:?}), {form:?}, inputs {input:?}",
             C::NAME,
             bases.len(),
             plan.window_bits,
@@ -666,6 +682,7 @@ fn check_msm<E: Exec, C: TestCurve>(
             plan.affine_group_windows,
             plan.affine_lanes_used(),
             plan.scatter_parts(),
+            plan.sort_bins(),
         );
     }
 }
