@@ -85,9 +85,14 @@ extern "C" int cuzk_msm_emu_launch(const char* name, uint32_t grid, uint32_t blo
     blockDim = dim3{block, 1, 1};
     // 16-byte aligned, as the device's; poisoned before each block, so what a block did not write
     // reads as garbage.
-    std::vector<uint64_t> shared((shared_bytes + 15) / 16 * 2);
-    cuzk_emu_dynamic_shared = reinterpret_cast<unsigned char*>(shared.data());
-    auto poison = [&shared]() noexcept { std::memset(shared.data(), 0xa5, shared.size() * sizeof(uint64_t)); };
+    struct alignas(16) Word {
+        unsigned char bytes[16];
+    };
+    std::vector<Word> shared((shared_bytes + 15) / 16);
+    cuzk_emu_dynamic_shared = shared.empty() ? nullptr : shared.front().bytes;
+    auto poison = [&shared]() noexcept {
+        if (!shared.empty()) std::memset(shared.data(), 0xa5, shared.size() * sizeof(Word));
+    };
     if (!kernel->synchronises) {
         for (uint32_t b = 0; b < grid; b++) {
             poison();

@@ -307,9 +307,11 @@ extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
 // `cap` entries, then one counter per bucket of a bin (8·cap + 4·2^bin_log2 bytes). A bin of at
 // most `cap` entries is sorted there and written out in order, in whole sectors; a larger one
 // (a skewed distribution of the scalars) goes straight to `sorted`, each entry to its bucket's
-// next place, which is correct for any distribution, and slower. Any block size.
-extern "C" __global__ void msm_sort_bin_buckets(uint64_t* sorted, const uint64_t* binned, const uint32_t* offsets,
-                                                uint32_t bin_log2, uint32_t n_bins, uint32_t cap) {
+// next place, which is correct for any distribution, and slower. Any block size up to
+// MSM_BIN_MAX_THREADS.
+extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
+    msm_sort_bin_buckets(uint64_t* sorted, const uint64_t* binned, const uint32_t* offsets, uint32_t bin_log2,
+                         uint32_t n_bins, uint32_t cap) {
     CUZK_DYNAMIC_SHARED(uint64_t, stage);
     uint32_t* rank = reinterpret_cast<uint32_t*>(stage + cap);
     uint32_t keys = 1u << bin_log2;

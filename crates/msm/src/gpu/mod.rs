@@ -18,8 +18,9 @@
 //! and the device's size, splits the points into chunks, and states the device memory it needs
 //! ([`MsmPlan::device_bytes`]; [`device_bytes_needed`] bounds it for [`MsmPlan::new`]'s plans,
 //! whose batch-affine scratch is the 6 GiB default, not the device-sized budget of
-//! `GpuMsm::plan`). Per chunk, the kernels cut each scalar
-//! into signed digits, sort the (bucket, point) pairs by bucket with a counting sort, and sum each
+//! `GpuMsm::plan`, sorting in one pass or in two). Per chunk, the kernels cut each scalar
+//! into signed digits, sort the (bucket, point) pairs by bucket with a counting sort (in two
+//! passes through shared memory where a window's pairs exceed L2), and sum each
 //! bucket's points with mixed additions into XYZZ buckets. The sums run over the sorted list in
 //! equal segments per thread, so a bucket that many points fall into (a repeated scalar) costs no
 //! more than any other and no two threads ever add into the same bucket; runs that cross a
@@ -61,7 +62,8 @@ pub use curve::{DeviceElement, GpuCurve};
 pub use plan::{
     affine_scratch_for_device, device_bytes_needed, num_windows, streamed_chunk_len, Accumulation,
     Group, MsmPlan, SortBins, DEFAULT_AFFINE_LANES, DEFAULT_AFFINE_SCRATCH, DEFAULT_RESIDENT_CHUNK,
-    DEFAULT_SCATTER_REGION, DEFAULT_SORT_SHARED, DEFAULT_STREAMED_CHUNK, MAX_AFFINE_LANES,
+    DEFAULT_SCATTER_REGION, DEFAULT_SORT_SHARED, DEFAULT_STREAMED_CHUNK, LARGEST_SORT_SHARED,
+    MAX_AFFINE_LANES,
 };
 
 #[cfg(feature = "cuda")]

@@ -18,8 +18,7 @@ use super::affine::{self, AffineWorkspace, SortedChunk};
 use super::curve::{kernels_of, GpuCurve};
 use super::exec::{blocks, u32_arg, Arg, Exec};
 use super::plan::{
-    Accumulation, MsmPlan, SortBins, BIN_SORT_BLOCKS_PER_SM, INT_BLOCK, MERGE_SEG, POINT_BLOCK,
-    SCATTER_PER,
+    Accumulation, MsmPlan, SortBins, INT_BLOCK, MERGE_SEG, POINT_BLOCK, SCATTER_PER,
 };
 use super::{GpuMsmError, ScalarForm};
 use crate::reference::combine_windows;
@@ -340,8 +339,10 @@ fn msm_sort_two_passes<E: Exec>(
             Arg::U32(u32_arg(bins.bins, "bins")?),
         ],
     )?;
+    // As many blocks as the device holds at once: each takes every grid-th bin.
     let n_bins = bins.bins * windows;
-    let grid = n_bins.min((BIN_SORT_BLOCKS_PER_SM * exec.sm_count().max(1)) as usize);
+    let per_sm = bins.stage_blocks_per_sm(plan.sort_shared);
+    let grid = n_bins.min(per_sm * exec.sm_count().max(1) as usize);
     exec.launch_shared(
         "msm_sort_bin_buckets",
         u32_arg(grid, "sort blocks")?,

@@ -201,9 +201,13 @@ pub(crate) const SCATTER_PER: usize = 1;
 pub(crate) const BIN_PER: usize = 16;
 pub(crate) const BIN_MAX_THREADS: u32 = 1024;
 pub(crate) const MAX_BINS: usize = 4096;
-/// Blocks per multiprocessor of the two-pass sort's second pass (each block sorts one bin at a
-/// time in its shared memory; its threads: [`SortBins::stage_threads`]).
-pub(crate) const BIN_SORT_BLOCKS_PER_SM: u32 = 2;
+/// The most blocks per multiprocessor of the two-pass sort's second pass (each block sorts one
+/// bin at a time in its shared memory; its threads: [`SortBins::stage_threads`]); fewer where
+/// their stages do not fit the shared memory together ([`SortBins::stage_blocks_per_sm`]).
+pub(crate) const BIN_SORT_BLOCKS_PER_SM: usize = 2;
+/// The most shared memory a block may opt in to on any GPU cuzk builds for (sm_90: 227 KiB), for
+/// [`device_bytes_needed`], which bounds plans that sort in two passes too.
+pub const LARGEST_SORT_SHARED: usize = 227 << 10;
 /// Shared memory per block the two-pass sort may use when the plan does not know the device's
 /// (`GpuMsm::plan` uses all a block may opt in to: 227 KiB on the H200): the 48 KiB every
 /// device gives a block without opting in.
@@ -238,6 +242,12 @@ impl SortBins {
     /// power of two), from 32 to 1024.
     pub fn stage_threads(&self) -> u32 {
         (self.stage_cap.next_power_of_two() / 16).clamp(32, 1024) as u32
+    }
+
+    /// Blocks of the second pass a multiprocessor holds at once, of at most `shared` bytes of
+    /// shared memory (at least one, at most [`BIN_SORT_BLOCKS_PER_SM`]).
+    pub fn stage_blocks_per_sm(&self, shared: usize) -> usize {
+        (shared / self.stage_shared_bytes().max(1)).clamp(1, BIN_SORT_BLOCKS_PER_SM)
     }
 
     /// Dynamic shared memory per block of the second pass: the stage, a counter per bucket.
@@ -980,13 +990,20 @@ impl MsmPlan {
 /// An upper bound of the device bytes an MSM of `n` points in `group` allocates with bases and
 /// scalars already on the device by [`MsmPlan::new`]'s plan (batch-affine scratch within
 /// [`DEFAULT_AFFINE_SCRATCH`]), on any device (the plan of a device with many multiprocessors
-/// has the shortest segments, hence the most partial sums). `GpuMsm::plan` sizes the scratch to
+/// has the shortest segments, hence the most partial sums; one with the most shared memory sorts
+/// in two passes, with 8 more bytes per sorted entry). `GpuMsm::plan` sizes the scratch to
 /// the device ([`affine_scratch_for_device`]); for the exact figure on one device, see
 /// [`MsmPlan::device_bytes`] of that plan.
 pub fn device_bytes_needed(n: usize, group: Group) -> usize {
     [1u32, 16, 132, 1024]
         .into_iter()
-        .map(|sm| MsmPlan::new(n, group, sm).device_bytes())
+        .flat_map(|sm| {
+            [DEFAULT_SORT_SHARED, LARGEST_SORT_SHARED].map(|shared| {
+                MsmPlan::new(n, group, sm)
+                    .with_sort_shared(shared)
+                    .device_bytes()
+            })
+        })
         .max()
         .unwrap_or(0)
 }

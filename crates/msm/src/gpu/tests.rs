@@ -867,6 +867,48 @@ fn g2_msm_matches_naive_on_adversarial_inputs() {
     });
 }
 
+/// The two-pass sort with several first-pass tiles per window, whose blocks claim room in the
+/// same bins one after another (the other tests' chunks are shorter than a tile on the
+/// emulator), and bins both within and over the second pass's stage (a scalar repeated on every
+/// seventh point fills one bucket of each window); in one chunk and in two, the second
+/// shorter. The bucket sums are XYZZ's: the sort is the same for both kinds.
+#[test]
+fn two_pass_sort_spans_tiles() {
+    for_each_exec!(|exec, device| {
+        let _ = device;
+        let mut rng = rng(22);
+        let n = 1500;
+        let bases = G1::points(n, &mut rng);
+        let mut scalars = random_scalars(n, &mut rng);
+        let repeated = scalars[0];
+        for s in scalars.iter_mut().step_by(7) {
+            *s = repeated;
+        }
+        let want = naive_msm::<G1>(&bases, &scalars).unwrap();
+        for max_chunk in [n, n / 2 + 100] {
+            let plan =
+                MsmPlan::with_window_bits(n, super::Group::G1, exec.sm_count(), 8, max_chunk);
+            let plan = plan
+                .clone()
+                .with_accumulation(Accumulation::Xyzz)
+                .with_scatter_region((8 * plan.chunk_len).div_ceil(3))
+                .with_sort_tile_threads(32)
+                .with_sort_stage_limit(64);
+            let sort = plan.sort_bins().expect("sorted in two passes");
+            assert!(plan.chunk_len > sort.tile(), "several tiles per window");
+            let got = run_msm::<_, G1>(
+                exec,
+                &plan,
+                &bases,
+                &scalars,
+                ScalarForm::Montgomery,
+                Input::Device,
+            );
+            assert_eq!(got, want, "chunks of {}, {sort:?}", plan.chunk_len);
+        }
+    });
+}
+
 /// Larger MSMs on a device, against blst's MSM (itself checked against the naive sum by the
 /// CPU tests), with the default plans.
 #[test]
