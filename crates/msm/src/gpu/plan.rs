@@ -241,7 +241,7 @@ impl SortBins {
     /// Threads per block of the second pass: one per 16 entries of the stage (rounded up to a
     /// power of two), from 32 to 1024.
     pub fn stage_threads(&self) -> u32 {
-        (self.stage_cap.next_power_of_two() / 16).clamp(32, 1024) as u32
+        (self.stage_cap.next_power_of_two() / 16).clamp(32, BIN_MAX_THREADS as usize) as u32
     }
 
     /// Blocks of the second pass a multiprocessor holds at once, of at most `shared` bytes of
@@ -646,11 +646,8 @@ impl MsmPlan {
         let mut bins = 1;
         while bins <= per_window.min(MAX_BINS) {
             let bin_log2 = (per_window / bins).trailing_zeros();
-            let stage_cap = self
-                .sort_shared
-                .saturating_sub(4 << bin_log2)
-                .min(8 * self.sort_stage_limit.min(usize::MAX / 8))
-                / 8;
+            let stage_cap =
+                (self.sort_shared.saturating_sub(4 << bin_log2) / 8).min(self.sort_stage_limit);
             if 4 * self.chunk_len <= 3 * bins * stage_cap {
                 let fits = |t: u32| {
                     let layout = SortBins {
