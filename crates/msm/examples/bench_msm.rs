@@ -24,7 +24,9 @@
 //! `--sort-stage-limit N` the most entries of a bin its second pass sorts in shared memory;
 //! `--affine-lanes N` (1 or 2), `--affine-scratch BYTES` and `--affine-block-inverse-max N` the
 //! lanes and scratch budget of the batch-affine groups of windows and the most values a round
-//! inverts blockwise, in the resident and streamed plans). Prints a
+//! inverts blockwise, in the resident and streamed plans); `--scalar-bits B` (1 to 64) random
+//! scalars below 2^B instead of uniform ones, so that the windows above bit B hold no digits and
+//! the lowest window's digits crowd a few buckets. Prints a
 //! Markdown table; `--out` also writes every figure as JSON, which
 //! `cargo xtask bench msm --from FILE.json` turns into docs/benchmarks.md.
 
@@ -40,7 +42,7 @@ use cuzk_msm::{MsmCurve, G1, G2};
 use ff::Field;
 use group::Group as _;
 use rand_chacha::ChaCha20Rng;
-use rand_core::SeedableRng;
+use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
 
 struct Args {
@@ -66,6 +68,7 @@ struct Args {
     one_pass_sort: bool,
     sort_tile_threads: Option<u32>,
     sort_stage_limit: Option<usize>,
+    scalar_bits: Option<u32>,
     out: Option<String>,
 }
 
@@ -144,6 +147,11 @@ fn parse_args() -> Args {
         one_pass_sort: argv.iter().any(|a| a == "--one-pass-sort"),
         sort_tile_threads: get("--sort-tile-threads").map(|v| v.parse().expect("threads")),
         sort_stage_limit: get("--sort-stage-limit").map(|v| v.parse().expect("entries")),
+        scalar_bits: get("--scalar-bits").map(|v| {
+            let bits: u32 = v.parse().expect("a number of bits");
+            assert!((1..=64).contains(&bits), "--scalar-bits takes 1 to 64");
+            bits
+        }),
         affine_lanes: get("--affine-lanes").map(|v| v.parse().expect("a number of lanes")),
         affine_scratch: get("--affine-scratch").map(|v| v.parse().expect("a number of bytes")),
         affine_block_inverse_max: get("--affine-block-inverse-max")
@@ -184,7 +192,8 @@ fn points<C: MsmCurve>(n: usize, generator: C::Projective, seed: u64) -> Vec<C::
         .collect()
 }
 
-fn scalars(n: usize, seed: u64) -> Vec<Scalar> {
+/// `n` random scalars, uniform in the field, or below 2^bits when `bits` is given.
+fn scalars(n: usize, seed: u64, bits: Option<u32>) -> Vec<Scalar> {
     const CHUNK: usize = 1 << 16;
     (0..n.div_ceil(CHUNK))
         .into_par_iter()
@@ -193,7 +202,10 @@ fn scalars(n: usize, seed: u64) -> Vec<Scalar> {
                 ChaCha20Rng::seed_from_u64(seed ^ (k as u64 + 7).wrapping_mul(0x85eb_ca6b));
             let len = CHUNK.min(n - k * CHUNK);
             (0..len)
-                .map(move |_| Scalar::random(&mut rng))
+                .map(move |_| match bits {
+                    Some(b) => Scalar::from(rng.next_u64() >> (64 - b)),
+                    None => Scalar::random(&mut rng),
+                })
                 .collect::<Vec<_>>()
         })
         .collect()
@@ -273,7 +285,7 @@ fn bench_group<C: GpuCurve>(
     }
     let t = Instant::now();
     let all_bases = points::<C>(1 << max, generator, 1);
-    let all_scalars = scalars(1 << max, 2);
+    let all_scalars = scalars(1 << max, 2, args.scalar_bits);
     eprintln!(
         "{name}: made 2^{max} points and scalars in {:.1} s",
         t.elapsed().as_secs_f64()

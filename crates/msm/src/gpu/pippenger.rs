@@ -339,6 +339,9 @@ fn msm_sort_two_passes<E: Exec>(
             Arg::U32(u32_arg(bins.bins, "bins")?),
         ],
     )?;
+    // Bins over the second pass's stage put their entries at their buckets' next places, as
+    // msm_scatter does: the cursors start at the buckets' offsets.
+    exec.copy(&ws.counts, &mut ws.cursor)?;
     // As many blocks as the device holds at once: each takes every grid-th bin.
     let n_bins = bins.bins * windows;
     let per_sm = bins.stage_blocks_per_sm(plan.sort_shared);
@@ -350,6 +353,7 @@ fn msm_sort_two_passes<E: Exec>(
         u32_arg(bins.stage_shared_bytes(), "sort stage shared memory")?,
         &[
             Arg::Buf(&ws.sorted),
+            Arg::Buf(&ws.cursor),
             Arg::Buf(binned),
             Arg::Buf(&ws.counts),
             Arg::U32(bins.bin_log2),

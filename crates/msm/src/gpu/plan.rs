@@ -205,6 +205,11 @@ pub(crate) const MAX_BINS: usize = 4096;
 /// bin at a time in its shared memory; its threads: [`SortBins::stage_threads`]); fewer where
 /// their stages do not fit the shared memory together ([`SortBins::stage_blocks_per_sm`]).
 pub(crate) const BIN_SORT_BLOCKS_PER_SM: usize = 2;
+/// Static shared memory of a block of the second pass beside its stage and counters: the bins
+/// over the stage it lists together (kernels/msm/msm.cu, `MSM_BIG_BINS`) and their number, 4
+/// bytes each, with room for the compiler's alignment (the driver refuses a dynamic size that
+/// leaves the static part without room).
+pub(crate) const STAGE_STATIC_SHARED: usize = 4 * 1024 + 256;
 /// The most shared memory a block may opt in to on any GPU cuzk builds for (sm_90: 227 KiB), for
 /// [`device_bytes_needed`], which bounds plans that sort in two passes too.
 pub const LARGEST_SORT_SHARED: usize = 227 << 10;
@@ -247,7 +252,8 @@ impl SortBins {
     /// Blocks of the second pass a multiprocessor holds at once, of at most `shared` bytes of
     /// shared memory (at least one, at most [`BIN_SORT_BLOCKS_PER_SM`]).
     pub fn stage_blocks_per_sm(&self, shared: usize) -> usize {
-        (shared / self.stage_shared_bytes().max(1)).clamp(1, BIN_SORT_BLOCKS_PER_SM)
+        (shared / (self.stage_shared_bytes() + STAGE_STATIC_SHARED))
+            .clamp(1, BIN_SORT_BLOCKS_PER_SM)
     }
 
     /// Dynamic shared memory per block of the second pass: the stage, a counter per bucket.
@@ -646,8 +652,11 @@ impl MsmPlan {
         let mut bins = 1;
         while bins <= per_window.min(MAX_BINS) {
             let bin_log2 = (per_window / bins).trailing_zeros();
-            let stage_cap =
-                (self.sort_shared.saturating_sub(4 << bin_log2) / 8).min(self.sort_stage_limit);
+            let stage_cap = (self
+                .sort_shared
+                .saturating_sub((4 << bin_log2) + STAGE_STATIC_SHARED)
+                / 8)
+            .min(self.sort_stage_limit);
             if 4 * self.chunk_len <= 3 * bins * stage_cap {
                 let fits = |t: u32| {
                     let layout = SortBins {
