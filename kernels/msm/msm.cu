@@ -6,9 +6,12 @@
 //
 // 1. msm_digits: one thread per point. The scalar is reduced mod r, taken out of Montgomery form
 //    if asked, and negated (s -> r - s, the point's sign flipped) when above (r-1)/2, so it has
-//    at most 254 bits; then it is cut into W signed digits d in (-K, K]. Each non-zero digit
-//    becomes a key w·K + |d| - 1 (the bucket) with the sign in bit 31, written to keys[w·m + i],
-//    and counted in counts[key] (one atomic add per digit).
+//    at most 254 bits; then it is cut into W signed digits, window w's of width c_w in
+//    (-K_w, K_w], K_w = 2^(c_w - 1). The widths are balanced, Σ c_w = 255 (the top window keeps
+//    one bit for the last carry): the first `wide` windows take c bits, the rest c - 1, and a
+//    window of c - 1 bits uses the lower half of its K keys. Each non-zero digit becomes a key
+//    w·K + |d| - 1 (the bucket) with the sign in bit 31, written to keys[w·m + i], and counted in
+//    counts[key] (one atomic add per digit).
 // 2. msm_scan_tiles / msm_scan_add: exclusive prefix sum of counts (G + 1 entries, so that
 //    counts[G] ends up as the number of entries N), in tiles of 2048.
 // 3. msm_scatter: a counting sort, one launch for all windows, or one per part of each window's
@@ -88,23 +91,26 @@ FR_HD uint32_t msm_bits(const fr_t& s, uint32_t offset, uint32_t bits) {
 }
 
 // keys[w·m + i] for the W digits of scalar i; counts[key] += 1 for each non-zero digit.
+// Windows [0, wide_windows) are window_bits wide, the rest window_bits - 1 (see the header).
 // One thread per point; reads 32 bytes, writes 4·W.
 extern "C" __global__ void msm_digits(uint32_t* keys, uint32_t* counts, const fr_t* scalars,
                                       uint64_t scalar_offset, uint32_t m, uint32_t window_bits,
-                                      uint32_t n_windows, uint32_t montgomery) {
+                                      uint32_t n_windows, uint32_t wide_windows, uint32_t montgomery) {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= m) return;
     fr_t s = msm_reduce_scalar(scalars[scalar_offset + i]);
     if (montgomery) s = fr_from_mont(s);
     bool negate = msm_above_half(s);
     if (negate) s = fr_neg(s);
-    uint32_t half = 1u << (window_bits - 1);
-    uint32_t carry = 0;
+    uint32_t half = 1u << (window_bits - 1);  // keys per window, whatever its width
+    uint32_t carry = 0, offset = 0;
     for (uint32_t w = 0; w < n_windows; w++) {
-        uint32_t v = msm_bits(s, w * window_bits, window_bits) + carry;
+        uint32_t bits = w < wide_windows ? window_bits : window_bits - 1;
+        uint32_t v = msm_bits(s, offset, bits) + carry;
+        offset += bits;
         uint32_t magnitude, sign;
-        if (v > half) {
-            magnitude = (1u << window_bits) - v;  // digit v - 2^c < 0; zero when v = 2^c
+        if (v > (1u << (bits - 1))) {
+            magnitude = (1u << bits) - v;  // digit v - 2^bits < 0; zero when v = 2^bits
             sign = 1;
             carry = 1;
         } else {

@@ -35,8 +35,8 @@ use std::time::Instant;
 use cuzk_field::{G1Projective, G2Projective, Scalar};
 use cuzk_gpu::Device;
 use cuzk_msm::gpu::{
-    Accumulation, Bases, GpuCurve, GpuMsm, Group, MsmPlan, ScalarForm, Scalars,
-    DEFAULT_RESIDENT_CHUNK,
+    balanced_window_bits, num_windows, Accumulation, Bases, GpuCurve, GpuMsm, Group, MsmPlan,
+    ScalarForm, Scalars, DEFAULT_RESIDENT_CHUNK,
 };
 use cuzk_msm::{MsmCurve, G1, G2};
 use ff::Field;
@@ -407,9 +407,15 @@ fn bench_group<C: GpuCurve>(
         splan = args.affine_layout(splan);
         let chunked_ms = args.streamed.then(|| time_plan(&splan));
         let window_sweep = if args.window_sweep {
+            // Two more windows to one fewer than the plan's, each count at its balanced width
+            // (a wider window for the same count only adds empty buckets).
             let lo = plan.window_bits.saturating_sub(2).max(4);
-            let hi = (plan.window_bits + 1).min(C::GROUP.max_window_bits());
-            (lo..=hi)
+            let hi = (plan.window_bits + 2).min(C::GROUP.max_window_bits());
+            let mut widths: Vec<u32> = (lo..=hi).map(balanced_window_bits).collect();
+            widths.dedup();
+            widths
+                .into_iter()
+                .filter(|&c| num_windows(c) + 1 >= plan.n_windows)
                 .map(|c| {
                     let p = MsmPlan::with_window_bits(
                         n,

@@ -140,10 +140,20 @@ pub fn combine_windows<C: MsmCurve>(
     window_sums: &[C::Projective],
     window_bits: u32,
 ) -> C::Projective {
+    combine_windows_of_widths::<C>(window_sums, |_| window_bits)
+}
+
+/// Combines window sums, lowest window first, into `Σ_w 2^(o_w)·S_w`, window `w` holding
+/// `width(w)` bits and `o_w` the bits of the windows below it, by Horner's rule from the top
+/// window: `width(w)` doublings between windows `w + 1` and `w`.
+pub fn combine_windows_of_widths<C: MsmCurve>(
+    window_sums: &[C::Projective],
+    width: impl Fn(usize) -> u32,
+) -> C::Projective {
     let mut acc = C::identity();
     for (w, window_sum) in window_sums.iter().enumerate().rev() {
         if w + 1 < window_sums.len() {
-            for _ in 0..window_bits {
+            for _ in 0..width(w) {
                 acc = C::double(&acc);
             }
         }

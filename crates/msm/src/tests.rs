@@ -189,7 +189,9 @@ macro_rules! curve_tests {
 
             use super::*;
             use crate::batch::{batch_add_with, Summation};
-            use crate::reference::{bucket_accumulate, bucket_reduce, combine_windows};
+            use crate::reference::{
+                bucket_accumulate, bucket_reduce, combine_windows, combine_windows_of_widths,
+            };
             use crate::{
                 batch_add, batch_add_mixed, fast, naive_msm, reference, MsmCurve, Selection,
             };
@@ -430,6 +432,12 @@ macro_rules! curve_tests {
                 let (a, b) = (p.to_curve(), q.to_curve());
                 assert_eq!(combine_windows::<C>(&[a, b], 3), a + b * Scalar::from(8));
                 assert_eq!(combine_windows::<C>(&[], 3), Projective::identity());
+                // Windows of 3 and 2 bits below the top one: a + 2^3·b + 2^5·(a + b).
+                let widths = |w: usize| [3, 2][w];
+                assert_eq!(
+                    combine_windows_of_widths::<C>(&[a, b, a + b], widths),
+                    a + b * Scalar::from(8) + (a + b) * Scalar::from(32)
+                );
                 // ±2^(c−1) name the top bucket; anything wider does not fit.
                 assert!(bucket_accumulate::<C>(&[p, q], &[4, -4], 3).is_ok());
                 for digit in [5, -5, i32::MIN] {

@@ -60,10 +60,10 @@ use crate::MsmError;
 
 pub use curve::{DeviceElement, GpuCurve};
 pub use plan::{
-    affine_scratch_for_device, device_bytes_needed, num_windows, streamed_chunk_len, Accumulation,
-    Group, MsmPlan, SortBins, DEFAULT_AFFINE_LANES, DEFAULT_AFFINE_SCRATCH, DEFAULT_RESIDENT_CHUNK,
-    DEFAULT_SCATTER_REGION, DEFAULT_SORT_SHARED, DEFAULT_STREAMED_CHUNK, LARGEST_SORT_SHARED,
-    MAX_AFFINE_LANES,
+    affine_scratch_for_device, balanced_window_bits, device_bytes_needed, num_windows,
+    streamed_chunk_len, Accumulation, Group, MsmPlan, SortBins, DEFAULT_AFFINE_LANES,
+    DEFAULT_AFFINE_SCRATCH, DEFAULT_RESIDENT_CHUNK, DEFAULT_SCATTER_REGION, DEFAULT_SORT_SHARED,
+    DEFAULT_STREAMED_CHUNK, LARGEST_SORT_SHARED, MAX_AFFINE_LANES,
 };
 
 #[cfg(feature = "cuda")]

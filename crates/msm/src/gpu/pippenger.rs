@@ -21,7 +21,7 @@ use super::plan::{
     Accumulation, MsmPlan, SortBins, INT_BLOCK, MERGE_SEG, POINT_BLOCK, SCATTER_PER,
 };
 use super::{GpuMsmError, ScalarForm};
-use crate::reference::combine_windows;
+use crate::reference::combine_windows_of_widths;
 use rayon::prelude::*;
 
 /// Where an input lives: already in device memory, in pinned host memory (streamed in chunks
@@ -441,6 +441,7 @@ fn msm_digits<E: Exec>(
             Arg::U32(u32_arg(m, "points per chunk")?),
             Arg::U32(plan.window_bits),
             Arg::U32(plan.n_windows),
+            Arg::U32(plan.wide_windows()),
             Arg::U32(montgomery),
         ],
     )
@@ -717,7 +718,8 @@ fn finish<E: Exec, C: GpuCurve>(
             .collect()
     };
     debug_assert_eq!(window_sums.len(), w);
-    let result = combine_windows::<C>(&window_sums, plan.window_bits);
+    // Window w holds plan.window_width(w) bits (balanced widths).
+    let result = combine_windows_of_widths::<C>(&window_sums, |w| plan.window_width(w as u32));
     exec.mark("host")?;
     Ok(result)
 }

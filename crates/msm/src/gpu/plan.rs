@@ -68,13 +68,15 @@ impl Group {
     /// of this group: `(once, per chunk)`. Once: the bucket reduction (two full additions and
     /// the memory of each bucket). Per chunk: the counters of the counting sort, the segment
     /// ends and the merge of each chunk's partial sums into the buckets. Fitted to window sweeps
-    /// on the H200 (docs/benchmarks.md, "Window choice"): with these, the planner's pick is the
-    /// measured best or within 4% of it (the worst: G1 2^21, 3.5%) at every size swept, 2^20 to
-    /// 2^26. G2's weights are larger: its partial sums and buckets are twice G1's bytes, while
-    /// its mixed addition is only 2.4 times the multiplications.
+    /// on the H200 with balanced windows (docs/benchmarks.md, "Window choice", session 20): with
+    /// these, the planner's pick is the measured best or within 3% of it at every size swept,
+    /// 2^20 to 2^26 (the worst: G2 2^20, 2.8%; G1 2^22, 2.2%). In G1 a bucket weighs more than the
+    /// batch-affine additions' cost alone suggests: its share of the reduction, of the last
+    /// round's mixed additions and of the sort's counters (G1 2^24: 17 bits, two windows more
+    /// and 4.5 M buckets fewer than 20 bits, measured 3.2 ms faster).
     pub const fn bucket_weights(self) -> (f64, f64) {
         match self {
-            Group::G1 => (2.0, 2.0),
+            Group::G1 => (5.0, 2.0),
             Group::G2 => (4.0, 4.0),
         }
     }
@@ -346,6 +348,28 @@ pub const fn num_windows(window_bits: u32) -> u32 {
     255u32.div_ceil(window_bits)
 }
 
+/// The narrowest widest window of the windows of `c` bits: `⌈255/W⌉` for `W = ⌈255/c⌉`. The
+/// 255 bits are shared out among the `W` windows as evenly as they go (widths `c` and `c − 1`,
+/// [`MsmPlan::window_width`]), so a wider `c` for the same `W` would only add empty buckets.
+pub const fn balanced_window_bits(window_bits: u32) -> u32 {
+    255u32.div_ceil(num_windows(window_bits))
+}
+
+/// Buckets that windows of at most `c` bits use, `Σ_w 2^(c_w − 1)` over the balanced widths
+/// (`c` normalised by [`balanced_window_bits`]).
+pub const fn used_buckets(window_bits: u32) -> u64 {
+    let c = balanced_window_bits(window_bits);
+    let w = num_windows(c);
+    let wide = 255 - w * (c - 1);
+    let narrow = w - wide;
+    let wide_buckets = (wide as u64) << (c - 1);
+    if c >= 2 {
+        wide_buckets + ((narrow as u64) << (c - 2))
+    } else {
+        wide_buckets
+    }
+}
+
 /// One level of the segmented bucket sums after the first (see kernels/msm/msm.cu).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct MergeLevel {
@@ -404,7 +428,9 @@ pub struct MsmPlan {
     pub sm_count: u32,
     /// Points (and scalars).
     pub n_points: usize,
-    /// Window width `c`: `2^(c−1)` buckets per window.
+    /// The widest window's width `c`, [`balanced_window_bits`] of the width asked for:
+    /// `2^(c−1)` buckets per window; the upper windows may be a bit narrower
+    /// ([`window_width`](Self::window_width)).
     pub window_bits: u32,
     /// Windows, `⌈255/c⌉`.
     pub n_windows: u32,
@@ -492,8 +518,9 @@ impl MsmPlan {
     /// The plan for `n_points` points in chunks of at most `max_chunk`, its window width chosen
     /// for that many chunks.
     ///
-    /// The window width minimises `max(n·W, fill) + (a + b·chunks)·W·2^(c−1)` over `c`: `n·W`
-    /// mixed additions into buckets, `(a, b)` the group's [`Group::bucket_weights`] (the
+    /// The window width minimises `max(n·W, fill) + (a + b·chunks)·B(c)` over `c`: `n·W`
+    /// mixed additions into buckets, `B(c)` the buckets the balanced windows use
+    /// ([`used_buckets`]), `(a, b)` the group's [`Group::bucket_weights`] (the
     /// reduction once, the sort's counters and the merge of partial sums once per chunk), and
     /// `fill = 2048·sm_count`, below which more windows cost no time because the device has
     /// idle threads anyway. The device's size also sets the first level's segment length
@@ -506,7 +533,7 @@ impl MsmPlan {
         let weight = once + per_chunk * chunks;
         let cost = |c: u32| {
             let w = f64::from(num_windows(c));
-            (n_points as f64 * w).max(fill) + weight * w * (1u64 << (c - 1)) as f64
+            (n_points as f64 * w).max(fill) + weight * used_buckets(c) as f64
         };
         let window_bits =
             (4..=group.max_window_bits())
@@ -523,7 +550,7 @@ impl MsmPlan {
         window_bits: u32,
         max_chunk: usize,
     ) -> Self {
-        let window_bits = window_bits.clamp(1, MAX_WINDOW_BITS);
+        let window_bits = balanced_window_bits(window_bits.clamp(1, MAX_WINDOW_BITS));
         let n_windows = num_windows(window_bits);
         let max_chunk = max_chunk.max(1);
         let n_chunks = n_points.div_ceil(max_chunk).max(1);
@@ -598,12 +625,14 @@ impl MsmPlan {
     /// Parts each window's buckets are cut into for the scatter, one launch each: one (a single
     /// launch for all windows) while a window's sorted entries (8 bytes per entry, about
     /// `chunk_len` entries) fit [`scatter_region`](Self::scatter_region), else enough parts for
-    /// each to fit, at most one per bucket.
+    /// each to fit, at most one per bucket. A window of `c − 1` bits puts its entries in the
+    /// lower half of its buckets, so its parts there take twice as many
+    /// ([`narrow_density`](Self::narrow_density)); the parts are sized for those.
     pub fn scatter_parts(&self) -> u32 {
         if self.scatter_region == 0 {
             return 1;
         }
-        let parts = (8 * self.chunk_len).div_ceil(self.scatter_region);
+        let parts = (8 * self.chunk_len * self.narrow_density()).div_ceil(self.scatter_region);
         parts.clamp(1, self.buckets_per_window()) as u32
     }
 
@@ -637,8 +666,9 @@ impl MsmPlan {
 
     /// The counting sort's two passes (kernels/msm/msm.cu, msm_sort_bins and
     /// msm_sort_bin_buckets): the fewest bins per window (at most [`MAX_BINS`]) whose expected
-    /// entries (a chunk's points over the bins) fill at most three quarters of the second pass's
-    /// stage, and the most threads per block of the first pass that fit
+    /// entries (a chunk's points over the bins, over half of them in a window of `c − 1` bits:
+    /// [`narrow_density`](Self::narrow_density)) fill at most three quarters of the second
+    /// pass's stage, and the most threads per block of the first pass that fit
     /// [`sort_shared`](Self::sort_shared) beside the bins' counters. Taken where the single-pass
     /// scatter would be cut into parts (a window's sorted entries exceed
     /// [`scatter_region`](Self::scatter_region)) and such bins exist, unless
@@ -657,7 +687,7 @@ impl MsmPlan {
                 .saturating_sub((4 << bin_log2) + STAGE_STATIC_SHARED)
                 / 8)
             .min(self.sort_stage_limit);
-            if 4 * self.chunk_len <= 3 * bins * stage_cap {
+            if 4 * self.chunk_len * self.narrow_density() <= 3 * bins * stage_cap {
                 let fits = |t: u32| {
                     let layout = SortBins {
                         bin_log2,
@@ -823,9 +853,36 @@ impl MsmPlan {
         plan
     }
 
-    /// Buckets per window, `2^(c−1)`.
+    /// Buckets per window, `2^(c−1)`: a window of `c − 1` bits uses the lower half of its own.
     pub fn buckets_per_window(&self) -> usize {
         1 << (self.window_bits - 1)
+    }
+
+    /// How much denser than a window of `c` bits the narrowest window fills its buckets'
+    /// range: 2 when some windows are `c − 1` bits wide (their entries all in the lower half of
+    /// the range), else 1. The sort's bins and parts are sized for the denser windows.
+    pub fn narrow_density(&self) -> usize {
+        if self.wide_windows() < self.n_windows {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// Windows of `c` bits, the lowest ones; the rest take `c − 1`, so that the widths add up
+    /// to 255 (see kernels/msm/msm.cu, `msm_digits`).
+    pub fn wide_windows(&self) -> u32 {
+        255 - self.n_windows * (self.window_bits - 1)
+    }
+
+    /// The width of window `w` in bits (window `w` holds the scalars' bits from
+    /// `Σ_{v<w} window_width(v)` up).
+    pub fn window_width(&self, w: u32) -> u32 {
+        if w < self.wide_windows() {
+            self.window_bits
+        } else {
+            self.window_bits - 1
+        }
     }
 
     /// Buckets of all windows.
@@ -1048,25 +1105,25 @@ mod tests {
     const G1: Group = Group::G1;
     const G2: Group = Group::G2;
 
-    /// Resident MSM times (ms) on the H200 by window width, from `bench_msm --window-sweep`
-    /// (docs/benchmarks.md, "Window choice"; session 6, with first-level segments of 64).
+    /// Resident MSM times (ms) on the H200 by window width (balanced windows), from
+    /// `bench_msm --window-sweep` (docs/benchmarks.md, "Window choice"; session 20,
+    /// docs/results/session-20/run20c.sh and run20d.sh).
     #[rustfmt::skip]
     const H200_WINDOW_SWEEP: &[Sweep] = &[
-        (G1, 20, &[(14, 13.56), (15, 12.63), (16, 11.88), (17, 12.66)]),
-        (G1, 21, &[(15, 21.60), (16, 20.31), (17, 21.02), (18, 23.29)]),
-        (G1, 22, &[(15, 37.98), (16, 35.80), (17, 35.88), (18, 39.70)]),
-        (G1, 23, &[(15, 72.36), (16, 67.99), (17, 65.52), (18, 71.54)]),
-        (G1, 24, &[(18, 134.45), (19, 130.77), (20, 123.68), (21, 156.81)]),
-        (G1, 25, &[(18, 261.69), (19, 248.41), (20, 229.08), (21, 287.86)]),
-        // 22 bits at 2^26 from the session's first run (`--window-bits 22`).
-        (G1, 26, &[(18, 522.4), (19, 492.7), (20, 462.65), (21, 577.52), (22, 522.21)]),
-        (G2, 20, &[(13, 40.75), (14, 39.17), (15, 38.71), (16, 39.58)]),
-        (G2, 21, &[(14, 67.86), (15, 65.44), (16, 63.22), (17, 67.95)]),
-        (G2, 22, &[(15, 113.84), (16, 109.45), (17, 111.33), (18, 127.32)]),
-        (G2, 23, &[(15, 214.43), (16, 204.27), (17, 200.64), (18, 215.23)]),
-        (G2, 24, &[(15, 415.40), (16, 392.26), (17, 377.76), (18, 395.86)]),
-        (G2, 25, &[(18, 755.84), (19, 734.98), (20, 716.93), (21, 857.21)]),
-        (G2, 26, &[(18, 1503.27), (19, 1455.04), (20, 1419.22), (21, 1684.37)]),
+        (G1, 20, &[(14, 10.69), (15, 9.93), (16, 9.81), (17, 10.55)]),
+        (G1, 21, &[(15, 16.58), (16, 16.27), (17, 16.61), (19, 19.82)]),
+        (G1, 22, &[(15, 29.65), (16, 27.67), (17, 28.29), (19, 29.79)]),
+        (G1, 23, &[(15, 53.47), (16, 50.87), (17, 49.18), (19, 50.87)]),
+        (G1, 24, &[(16, 97.59), (17, 92.90), (19, 92.44), (20, 96.10), (22, 119.21)]),
+        (G1, 25, &[(17, 181.91), (19, 177.08), (20, 175.91), (22, 201.40)]),
+        // 2^26 from two single runs (`--window-bits 17` and the default, 20).
+        (G1, 26, &[(17, 360.96), (20, 343.25)]),
+        (G2, 20, &[(13, 25.88), (14, 24.80), (15, 23.97), (16, 23.31)]),
+        (G2, 21, &[(14, 43.25), (15, 40.12), (16, 39.41), (17, 40.56)]),
+        (G2, 22, &[(15, 72.07), (16, 68.57), (17, 68.86), (19, 74.23)]),
+        (G2, 23, &[(15, 133.73), (16, 128.23), (17, 125.07), (19, 128.61)]),
+        (G2, 24, &[(15, 264.98), (16, 250.73), (17, 238.54), (19, 235.55)]),
+        (G2, 25, &[(17, 467.37), (19, 449.37), (20, 443.88)]),
     ];
 
     #[test]
@@ -1086,10 +1143,45 @@ mod tests {
                 panic!("{group:?} 2^{log_n}: the planner picks {c} bits, outside the sweep");
             };
             assert!(
-                ms <= 1.04 * best,
+                ms <= 1.03 * best,
                 "{group:?} 2^{log_n}: {c} bits take {ms} ms, the best {best} ms"
             );
         }
+    }
+
+    #[test]
+    fn windows_share_the_bits_evenly() {
+        for c in 1..=MAX_WINDOW_BITS {
+            let plan = MsmPlan::with_window_bits(1 << 10, Group::G1, 8, c, 1 << 20);
+            let widths: Vec<u32> = (0..plan.n_windows).map(|w| plan.window_width(w)).collect();
+            assert_eq!(widths.iter().sum::<u32>(), 255, "c = {c}: {widths:?}");
+            assert_eq!(plan.n_windows, num_windows(c), "c = {c}");
+            assert_eq!(plan.window_bits, balanced_window_bits(c));
+            assert!(
+                plan.window_bits <= c && widths[0] == plan.window_bits,
+                "c = {c}"
+            );
+            // The wide windows first, then those one bit narrower, none of zero bits.
+            assert!(
+                widths.windows(2).all(|p| p[0] >= p[1] && p[0] - p[1] <= 1),
+                "c = {c}"
+            );
+            assert!(widths.iter().all(|&b| b >= 1 && b + 1 >= plan.window_bits));
+            let used: u64 = widths.iter().map(|&b| 1u64 << (b - 1)).sum();
+            assert_eq!(used_buckets(c), used, "c = {c}");
+            assert!(used <= plan.total_buckets() as u64);
+        }
+        // G1 2^26: thirteen windows, eight of 20 bits and five of 19.
+        let plan = MsmPlan::new(1 << 26, Group::G1, 132);
+        assert_eq!(
+            (plan.window_bits, plan.n_windows, plan.wide_windows()),
+            (20, 13, 8)
+        );
+        // 21 bits make no fewer windows than 20: the same plan.
+        assert_eq!(
+            MsmPlan::with_window_bits(1 << 24, Group::G1, 132, 21, 1 << 25).window_bits,
+            20
+        );
     }
 
     #[test]
@@ -1141,10 +1233,11 @@ mod tests {
                 .with_sort_shared(shared);
             let k = plan.buckets_per_window();
             let what = format!("n {n}, c {c}, shared {shared}");
-            // The fewest bins whose expected entries fill at most three quarters of the stage.
+            // The fewest bins whose expected entries fill at most three quarters of the stage,
+            // in the densest window (a window of c − 1 bits fills half the bins).
             let feasible = |bins: usize| {
-                let stage = shared.saturating_sub(4 * (k / bins)) / 8;
-                4 * plan.chunk_len <= 3 * bins * stage
+                let stage = shared.saturating_sub(4 * (k / bins) + STAGE_STATIC_SHARED) / 8;
+                4 * plan.chunk_len * plan.narrow_density() <= 3 * bins * stage
             };
             match plan.sort_bins() {
                 Some(s) => {
@@ -1204,8 +1297,9 @@ mod tests {
             if region == 0 {
                 assert_eq!(parts, 1);
             } else if parts < k as u32 {
-                // Each part's expected output, 8 bytes per point over the parts, fits the region.
-                assert!(8 * plan.chunk_len <= parts as usize * region);
+                // Each part's expected output, 8 bytes per point over the parts (over half of
+                // them in a window of c − 1 bits), fits the region.
+                assert!(8 * plan.chunk_len * plan.narrow_density() <= parts as usize * region);
             }
             for w in 0..plan.n_windows {
                 let mut next = w as usize * k;
@@ -1218,13 +1312,17 @@ mod tests {
                 assert_eq!(next, (w as usize + 1) * k);
             }
         }
-        // 2^24 points with the H200's L2 (60 MiB) per part: 3 parts per window.
-        let plan = MsmPlan::new(1 << 24, Group::G1, 132).with_scatter_region(60 << 20);
-        assert_eq!(plan.scatter_parts(), 3);
-        // Other chunk sizes keep the region: 2^22-point chunks fit it, 2^25-point ones take 5.
-        assert_eq!(plan.with_max_chunk(1 << 22).scatter_parts(), 1);
+        // 2^24 points in windows of 20 bits with the H200's L2 (60 MiB) per part: 5 parts per
+        // window, for the five windows of 19 bits (of 13) whose 128 MiB of entries fill the lower
+        // half of the buckets.
+        let plan = MsmPlan::with_window_bits(1 << 24, Group::G1, 132, 20, DEFAULT_RESIDENT_CHUNK)
+            .with_scatter_region(60 << 20);
+        assert_eq!((plan.window_bits, plan.narrow_density()), (20, 2));
+        assert_eq!(plan.scatter_parts(), 5);
+        // Other chunk sizes keep the region: 2^21-point chunks fit it, 2^25-point ones take 9.
+        assert_eq!(plan.with_max_chunk(1 << 21).scatter_parts(), 1);
         let big = MsmPlan::new(1 << 26, Group::G1, 132).with_scatter_region(60 << 20);
-        assert_eq!(big.scatter_parts(), 5);
+        assert_eq!(big.scatter_parts(), 9);
         assert_eq!(big.with_max_chunk(1 << 22).scatter_region, 60 << 20);
     }
 
@@ -1248,10 +1346,10 @@ mod tests {
         assert_eq!(accumulate_seg_for((1 << 24) * 13, sms, 256), 256);
         assert_eq!(accumulate_seg_for((1 << 20) * 16, sms, 256), 64);
         assert_eq!(accumulate_seg_for(100, sms, 256), 8);
-        // The plans: G2 keeps 64 with windows of 20 bits, takes 256 with 17.
+        // The plans: G2 keeps 64 with windows of 20 bits, takes 256 with 19.
         assert_eq!(MsmPlan::new(1 << 24, Group::G1, sms).accumulate_seg, 256);
         let g2_24 = MsmPlan::new(1 << 24, Group::G2, sms);
-        assert_eq!((g2_24.window_bits, g2_24.accumulate_seg), (17, 256));
+        assert_eq!((g2_24.window_bits, g2_24.accumulate_seg), (19, 256));
         let g2_26 = MsmPlan::new(1 << 26, Group::G2, sms);
         assert_eq!((g2_26.window_bits, g2_26.accumulate_seg), (20, 64));
     }
@@ -1337,7 +1435,7 @@ mod tests {
             let plan = MsmPlan::new(1 << log_n, Group::G1, 132);
             plan.reduce_levels().0.iter().map(|l| l.seg).collect()
         };
-        assert_eq!(segs(24), vec![16, 4, 4, 4, 4, 4, 4]);
+        assert_eq!(segs(24), vec![16, 4, 4, 4, 4, 4]);
         let wide = MsmPlan::with_window_bits(1 << 26, Group::G1, 132, 22, DEFAULT_RESIDENT_CHUNK);
         let wide_segs: Vec<usize> = wide.reduce_levels().0.iter().map(|l| l.seg).collect();
         assert_eq!(wide_segs, vec![16, 16, 4, 4, 4, 4, 4]);
