@@ -407,8 +407,9 @@ fn bench_group<C: GpuCurve>(
         splan = args.affine_layout(splan);
         let chunked_ms = args.streamed.then(|| time_plan(&splan));
         let window_sweep = if args.window_sweep {
-            // Two more windows to one fewer than the plan's, each count at its balanced width
-            // (a wider window for the same count only adds empty buckets).
+            // Widths from c − 2 to c + 2 bits, each window count once at its balanced width (a
+            // wider window for the same count only adds empty buckets), down to one window
+            // fewer than the plan's.
             let lo = plan.window_bits.saturating_sub(2).max(4);
             let hi = (plan.window_bits + 2).min(C::GROUP.max_window_bits());
             let mut widths: Vec<u32> = (lo..=hi).map(balanced_window_bits).collect();

@@ -70,7 +70,9 @@ impl Group {
     /// ends and the merge of each chunk's partial sums into the buckets. Fitted to window sweeps
     /// on the H200 with balanced windows (docs/benchmarks.md, "Window choice", session 20): with
     /// these, the planner's pick is the measured best or within 3% of it at every size swept,
-    /// 2^20 to 2^26 (the worst: G2 2^20, 2.8%; G1 2^22, 2.2%). In G1 a bucket weighs more than the
+    /// G1 2^20 to 2^26 and G2 2^20 to 2^25 (the worst: G2 2^20, 2.8%; G1 2^22, 2.2%). The model
+    /// counts the buckets the windows use; the reduction also passes over a narrow window's
+    /// empty upper half, at the cost of adding infinities, which the fit absorbs. In G1 a bucket weighs more than the
     /// batch-affine additions' cost alone suggests: its share of the reduction, of the last
     /// round's mixed additions and of the sort's counters (G1 2^24: 17 bits, two windows more
     /// and 4.5 M buckets fewer than 20 bits, measured 3.2 ms faster).
@@ -348,7 +350,8 @@ pub const fn num_windows(window_bits: u32) -> u32 {
     255u32.div_ceil(window_bits)
 }
 
-/// The narrowest widest window of the windows of `c` bits: `⌈255/W⌉` for `W = ⌈255/c⌉`. The
+/// The narrowest widest window of the windows of `c` bits (`c` from 1 to
+/// [`MAX_WINDOW_BITS`](crate::reference::MAX_WINDOW_BITS)): `⌈255/W⌉` for `W = ⌈255/c⌉`. The
 /// 255 bits are shared out among the `W` windows as evenly as they go (widths `c` and `c − 1`,
 /// [`MsmPlan::window_width`]), so a wider `c` for the same `W` would only add empty buckets.
 pub const fn balanced_window_bits(window_bits: u32) -> u32 {
@@ -872,7 +875,11 @@ impl MsmPlan {
     /// Windows of `c` bits, the lowest ones; the rest take `c − 1`, so that the widths add up
     /// to 255 (see kernels/msm/msm.cu, `msm_digits`).
     pub fn wide_windows(&self) -> u32 {
-        255 - self.n_windows * (self.window_bits - 1)
+        // A plan whose fields were set by hand, wider than balanced, has none: its windows of
+        // c − 1 bits still cover the 255 bits.
+        255u32
+            .saturating_sub(self.n_windows * self.window_bits.saturating_sub(1))
+            .min(self.n_windows)
     }
 
     /// The width of window `w` in bits (window `w` holds the scalars' bits from

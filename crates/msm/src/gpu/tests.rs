@@ -624,11 +624,13 @@ fn check_msm<E: Exec, C: TestCurve>(
         .clone()
         .with_accumulation(Accumulation::BatchAffine)
         .with_affine_scratch(usize::MAX);
-    // Sorted in three parts per window by the single-pass scatter, and in two passes: the first
-    // in blocks of 64 threads (few host threads in the emulator), the second sorting bins of up
-    // to 16 entries in shared memory and larger ones (skewed scalars, or a random bin over the
-    // limit) the other way.
-    let parts = (8 * plan.chunk_len).div_ceil(3);
+    // Sorted in three parts per window by the single-pass scatter (parts sized for the windows
+    // of c − 1 bits, whose entries fill half the buckets: `narrow_density`), and in two passes:
+    // the first in blocks of 64 threads (few host threads in the emulator), the second sorting
+    // bins of up to 16 entries in shared memory and larger ones (skewed scalars, or a random bin
+    // over the limit) the other way.
+    let density = plan.narrow_density();
+    let parts = (8 * plan.chunk_len * density).div_ceil(3);
     let xyzz = plan
         .clone()
         .with_accumulation(Accumulation::Xyzz)
@@ -640,7 +642,7 @@ fn check_msm<E: Exec, C: TestCurve>(
         .with_scatter_region(parts)
         .with_sort_tile_threads(64)
         .with_sort_stage_limit(16);
-    if plan.n_points > 0 && k > 1 && plan.chunk_len <= 12 * k.min(MAX_BINS) {
+    if plan.n_points > 0 && k > 1 && plan.chunk_len * density <= 12 * k.min(MAX_BINS) {
         assert!(two_pass.sort_bins().is_some());
     }
     // Groups of one window on two lanes (the side lane runs every other group): scratch for
