@@ -72,10 +72,10 @@ impl Group {
     /// these, the planner's pick is the measured best or within 3% of it at every size swept,
     /// G1 2^20 to 2^26 and G2 2^20 to 2^25 (the worst: G2 2^20, 2.8%; G1 2^22, 2.2%). The model
     /// counts the buckets the windows use; the reduction also passes over a narrow window's
-    /// empty upper half, at the cost of adding infinities, which the fit absorbs. In G1 a bucket weighs more than the
-    /// batch-affine additions' cost alone suggests: its share of the reduction, of the last
-    /// round's mixed additions and of the sort's counters (G1 2^24: 17 bits, two windows more
-    /// and 4.5 M buckets fewer than 20 bits, measured 3.2 ms faster).
+    /// empty upper half, at the cost of adding infinities, which the fit absorbs. In G1 a
+    /// bucket weighs more than the batch-affine additions' cost alone suggests: its share of
+    /// the reduction, of the last round's mixed additions and of the sort's counters (G1 2^24:
+    /// 17 bits, two windows more and 4.5 M buckets fewer than 20 bits, measured 3.2 ms faster).
     pub const fn bucket_weights(self) -> (f64, f64) {
         match self {
             Group::G1 => (5.0, 2.0),
@@ -358,12 +358,25 @@ pub const fn balanced_window_bits(window_bits: u32) -> u32 {
     255u32.div_ceil(num_windows(window_bits))
 }
 
+/// Of `n_windows` windows of at most `c` bits, those `c` bits wide (the lowest ones), so that
+/// with the rest `c − 1` bits wide they hold 255 bits; none for a width wider than balanced,
+/// whose windows of `c − 1` bits already cover the 255 bits.
+const fn wide_window_count(window_bits: u32, n_windows: u32) -> u32 {
+    let narrow_bits = n_windows * window_bits.saturating_sub(1);
+    let wide = 255u32.saturating_sub(narrow_bits);
+    if wide < n_windows {
+        wide
+    } else {
+        n_windows
+    }
+}
+
 /// Buckets that windows of at most `c` bits use, `Σ_w 2^(c_w − 1)` over the balanced widths
 /// (`c` normalised by [`balanced_window_bits`]).
 pub const fn used_buckets(window_bits: u32) -> u64 {
     let c = balanced_window_bits(window_bits);
     let w = num_windows(c);
-    let wide = 255 - w * (c - 1);
+    let wide = wide_window_count(c, w);
     let narrow = w - wide;
     let wide_buckets = (wide as u64) << (c - 1);
     if c >= 2 {
@@ -875,11 +888,7 @@ impl MsmPlan {
     /// Windows of `c` bits, the lowest ones; the rest take `c − 1`, so that the widths add up
     /// to 255 (see kernels/msm/msm.cu, `msm_digits`).
     pub fn wide_windows(&self) -> u32 {
-        // A plan whose fields were set by hand, wider than balanced, has none: its windows of
-        // c − 1 bits still cover the 255 bits.
-        255u32
-            .saturating_sub(self.n_windows * self.window_bits.saturating_sub(1))
-            .min(self.n_windows)
+        wide_window_count(self.window_bits, self.n_windows)
     }
 
     /// The width of window `w` in bits (window `w` holds the scalars' bits from
