@@ -68,17 +68,19 @@ impl Group {
     /// of this group: `(once, per chunk)`. Once: the bucket reduction (two full additions and
     /// the memory of each bucket). Per chunk: the counters of the counting sort, the segment
     /// ends and the merge of each chunk's partial sums into the buckets. Fitted to window sweeps
-    /// on the H200 with balanced windows (docs/benchmarks.md, "Window choice", session 20): with
-    /// these, the planner's pick is the measured best or within 3% of it at every size swept,
-    /// G1 2^20 to 2^26 and G2 2^20 to 2^25 (the worst: G2 2^20, 2.8%; G1 2^22, 2.2%). The model
+    /// on the H200 with balanced windows (docs/benchmarks.md, "Window choice", sessions 20 and
+    /// 21): with these, the planner's pick is the measured best or within 3% of it at every size
+    /// swept, G1 2^20 to 2^26 and G2 2^20 to 2^25 (the worst: G2 2^20, 2.8%; G1 2^20, 1.2%). The model
     /// counts the buckets the windows use; the reduction also passes over a narrow window's
     /// empty upper half, at the cost of adding infinities, which the fit absorbs. In G1 a
     /// bucket weighs more than the batch-affine additions' cost alone suggests: its share of
     /// the reduction, of the last round's mixed additions and of the sort's counters (G1 2^24:
     /// 17 bits, two windows more and 4.5 M buckets fewer than 20 bits, measured 3.2 ms faster).
+    /// G1's (7, 2) fits the session-20 sweeps better than the (5, 2) first fitted to them: it
+    /// picks 16 bits at 2^22 (27.67 ms against 28.29 at 17) and the same widths elsewhere.
     pub const fn bucket_weights(self) -> (f64, f64) {
         match self {
-            Group::G1 => (5.0, 2.0),
+            Group::G1 => (7.0, 2.0),
             Group::G2 => (4.0, 4.0),
         }
     }
