@@ -92,6 +92,20 @@ FR_HD void mul_acc(double a, double b, uint64_t& lo, uint64_t& hi) {
     hi += mont52::bits(h);
 }
 
+// Eight 48-bit columns (the top one below 2^46: the value is below 2p) into twelve words, reduced
+// once.
+FR_HD fp_t pack(const uint64_t (&out)[8]) {
+    fp_t s;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        uint64_t c0 = out[2 * j], c1 = out[2 * j + 1];
+        s.l[3 * j] = (uint32_t)c0;
+        s.l[3 * j + 1] = (uint32_t)(c0 >> 32) | ((uint32_t)c1 << 16);
+        s.l[3 * j + 2] = (uint32_t)(c1 >> 16);
+    }
+    return fp_reduce_once(s);
+}
+
 }  // namespace fp48
 
 // a·b·2^-384 mod p for a, b < p, canonical: the same value as fp_mul(a, b), on the FP64 pipe.
@@ -122,14 +136,5 @@ FR_HD fp_t fp_mul48(const fp_t& a, const fp_t& b) {
         nxt += cur >> 48;
         cur = nxt;
     }
-    // Eight 48-bit columns (the top one below 2^46: the value is below 2p) into twelve words.
-    fp_t s;
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-        uint64_t c0 = out[2 * j], c1 = out[2 * j + 1];
-        s.l[3 * j] = (uint32_t)c0;
-        s.l[3 * j + 1] = (uint32_t)(c0 >> 32) | ((uint32_t)c1 << 16);
-        s.l[3 * j + 2] = (uint32_t)(c1 >> 16);
-    }
-    return fp_reduce_once(s);
+    return fp48::pack(out);
 }

@@ -52,15 +52,7 @@ __device__ __forceinline__ fp_t fp_mul48b(const fp_t& a, const fp_t& b) {
         cur = nxt;
         cur2 = nxt2;
     }
-    fp_t s;
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-        uint64_t c0 = out[2 * j], c1 = out[2 * j + 1];
-        s.l[3 * j] = (uint32_t)c0;
-        s.l[3 * j + 1] = (uint32_t)(c0 >> 32) | ((uint32_t)c1 << 16);
-        s.l[3 * j + 2] = (uint32_t)(c1 >> 16);
-    }
-    return fp_reduce_once(s);
+    return fp48::pack(out);
 }
 
 __global__ void k_check(const fp_t* a, const fp_t* b, uint32_t* bad, uint32_t n) {
