@@ -7,7 +7,8 @@
 //!   compiled as one translation unit (a generated file that includes them all), so one crate
 //!   embeds one module. Results are cached by a hash of the compiler, the flags and every kernel
 //!   source (in [`kernel_cache_dir`]), so debug, release, clippy and `cargo xtask kernels` builds
-//!   compile each kernel set once.
+//!   compile each kernel set once, in any checkout of the same sources (paths are hashed relative
+//!   to `kernels/`).
 //! - [`build_script`] is the whole `build.rs` of a kernel-owning crate.
 //!
 //! This crate has no dependencies so that it builds in seconds as a build-dependency.
@@ -303,26 +304,7 @@ pub fn compile(
         .sources()
         .map_err(io_err(format!("listing kernels of `{}`", set.name)))?;
     let flags = nvcc_flags(root);
-
-    // The cache key covers the compiler, the flags, the set and every kernel file's path and
-    // bytes (headers included, since any .cu may include any .cuh).
-    let mut hash = Fnv::new();
-    hash.write(nvcc.as_os_str().as_encoded_bytes());
-    if let Ok(meta) = fs::metadata(nvcc) {
-        hash.write(&meta.len().to_le_bytes());
-    }
-    for flag in &flags {
-        hash.write(flag.as_encoded_bytes());
-    }
-    hash.write(set.name.as_bytes());
-    for src in &sources {
-        hash.write(src.as_os_str().as_encoded_bytes());
-    }
-    for file in kernel_files(root).map_err(io_err("listing kernel files"))? {
-        hash.write(file.as_os_str().as_encoded_bytes());
-        hash.write(&fs::read(&file).map_err(io_err(format!("reading {}", file.display())))?);
-    }
-    let key = format!("{}-{:016x}.fatbin", set.name, hash.finish());
+    let key = cache_key(nvcc, set, &sources)?;
 
     if let Some(cache) = cache_dir {
         let cached = cache.join(&key);
@@ -366,6 +348,33 @@ pub fn compile(
         }
     }
     Ok(Outcome::Compiled)
+}
+
+/// The cache entry of `set` built from `sources` with `nvcc`: a hash of the compiler, the flags,
+/// the set and every kernel file's bytes (headers included, since any .cu may include any .cuh)
+/// and path. The paths and the include flag are taken relative to the kernels folder, so that
+/// every checkout of the same sources (worktrees, CI's fresh clones) shares one entry: the
+/// fatbin holds no path (no debug or line information is compiled in).
+fn cache_key(nvcc: &Path, set: &KernelSet, sources: &[PathBuf]) -> Result<String, BuildError> {
+    let root = &set.kernels_root;
+    let relative = |p: &Path| p.strip_prefix(root).unwrap_or(p).as_os_str().to_owned();
+    let mut hash = Fnv::new();
+    hash.write(nvcc.as_os_str().as_encoded_bytes());
+    if let Ok(meta) = fs::metadata(nvcc) {
+        hash.write(&meta.len().to_le_bytes());
+    }
+    for flag in nvcc_flags(Path::new("<kernels>")) {
+        hash.write(flag.as_encoded_bytes());
+    }
+    hash.write(set.name.as_bytes());
+    for src in sources {
+        hash.write(relative(src).as_encoded_bytes());
+    }
+    for file in kernel_files(root).map_err(io_err("listing kernel files"))? {
+        hash.write(relative(&file).as_encoded_bytes());
+        hash.write(&fs::read(&file).map_err(io_err(format!("reading {}", file.display())))?);
+    }
+    Ok(format!("{}-{:016x}.fatbin", set.name, hash.finish()))
 }
 
 /// The fatbin cache shared by every build script and `cargo xtask kernels`, whatever the target
@@ -477,6 +486,35 @@ mod tests {
         b.write(b"a");
         b.write(b"bc");
         assert_ne!(a.finish(), b.finish());
+    }
+
+    /// A kernels tree of one set (`a/k.cu` including `h.cuh`) under a fresh folder.
+    fn kernels_tree(name: &str, header: &str) -> PathBuf {
+        let root =
+            std::env::temp_dir().join(format!("cuzk-gpu-build-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join("a")).unwrap();
+        fs::write(root.join("a").join("k.cu"), "#include \"h.cuh\"\n").unwrap();
+        fs::write(root.join("h.cuh"), header).unwrap();
+        root
+    }
+
+    #[test]
+    fn the_cache_key_follows_the_sources_not_the_checkout() {
+        let key = |root: &Path| {
+            let set = KernelSet::new("a", root, &["a"]);
+            cache_key(Path::new("/opt/nvcc"), &set, &set.sources().unwrap()).unwrap()
+        };
+        let one = kernels_tree("one", "// v1\n");
+        let two = kernels_tree("two", "// v1\n");
+        let three = kernels_tree("three", "// v2\n");
+        assert_eq!(key(&one), key(&two), "the same sources elsewhere");
+        assert_ne!(key(&one), key(&three), "a header's bytes changed");
+        fs::write(one.join("a").join("extra.cuh"), "").unwrap();
+        assert_ne!(key(&one), key(&two), "a file was added");
+        for root in [one, two, three] {
+            fs::remove_dir_all(root).unwrap();
+        }
     }
 
     #[test]
