@@ -70,9 +70,9 @@ impl Group {
     /// ends and the merge of each chunk's partial sums into the buckets. Fitted to window sweeps
     /// on the H200 with balanced windows (docs/benchmarks.md, "Window choice", sessions 20 and
     /// 21): with these, the planner's pick is the measured best or within 3% of it at every size
-    /// swept, G1 2^20 to 2^26 and G2 2^20 to 2^25 (the worst: G2 2^20, 2.8%; G1 2^20, 1.2%). The model
-    /// counts the buckets the windows use; the reduction also passes over a narrow window's
-    /// empty upper half, at the cost of adding infinities, which the fit absorbs. In G1 a
+    /// swept, G1 2^20 to 2^26 and G2 2^20 to 2^25 (the worst: G2 2^20, 2.8%; G1 2^20, 1.2%).
+    /// The model counts the buckets the windows use; the reduction also passes over a narrow
+    /// window's empty upper half, at the cost of adding infinities, which the fit absorbs. In G1 a
     /// bucket weighs more than the batch-affine additions' cost alone suggests: its share of
     /// the reduction, of the last round's mixed additions and of the sort's counters (G1 2^24:
     /// 17 bits, two windows more and 4.5 M buckets fewer than 20 bits, measured 3.2 ms faster).
