@@ -20,8 +20,11 @@
 //
 // Twiddles come from one table of 2^18 powers of the 2^18-th root of unity (8 MiB, L2-resident):
 // the inner butterfly at stage c for position t uses index (t mod 2^c) << (17 - c), whatever the
-// transform size. Inter-pass twiddles of order up to 2^18 are one lookup; the first pass of a
-// transform larger than 2^18 multiplies a coarse lookup by a "fine" one (a 2^(L-18)-entry table).
+// transform size. Inter-pass twiddles of order up to 2^18 are one lookup. The first pass of a
+// transform larger than 2^18 needs twiddles of order 2^L: with NTT_FULL_TWIDDLE it reads them from
+// a table of the 2^(L-1) powers omega^j, j < 2^(L-1) (omega^(j + 2^(L-1)) = -omega^j), which
+// ntt_twiddle_table makes on the device; without it, it multiplies a coarse lookup by a "fine" one
+// (a 2^(L-18)-entry table), one more multiplication per element.
 //
 // Launch shape: grid (2^(L-k-m), vectors), block 2^(k+m-RLOG) threads, dynamic shared memory
 // 2^(k+m)·32 bytes (none when the pass has a single round). Memory traffic per pass: each element
@@ -47,6 +50,7 @@ static_assert(sizeof(NttPassParams) == 40, "mirrored in Rust");
 #define NTT_POST_SCALE 4u      // multiply each stored element by its scale factor
 #define NTT_SCALE_BITREV 8u    // the natural index of the element at position p is bitrev(p)
 #define NTT_TWIDDLE 16u        // inter-pass twiddle (every pass but the one with l = 0)
+#define NTT_FULL_TWIDDLE 32u   // `fine` is the table of 2^(L-1) powers (transforms above 2^18)
 
 namespace ntt {
 
@@ -74,9 +78,24 @@ FR_D void store(uint4* base, uint64_t i, const fr_t& r) {
 FR_D uint32_t bitrev(uint32_t x, uint32_t bits) { return bits == 0 ? 0 : __brev(x) >> (32 - bits); }
 
 // omega_{2^order}^e for e < 2^order, from the coarse table (2^18 powers of omega_{2^18}) and, for
-// order > 18, the fine table of 2^(order-18) powers of omega_{2^order}.
-FR_D fr_t twiddle(const uint4* coarse, const uint4* fine, uint32_t order, uint32_t e) {
+// order > 18, from `fine`: with `full`, the table of the 2^(order-1) powers of omega_{2^order}
+// (the upper half of the exponents as negations, omega_{2^order}^(2^(order-1)) being -1), else
+// the table of 2^(order-18) powers of omega_{2^order}, multiplied by a coarse lookup.
+FR_D fr_t twiddle(const uint4* coarse, const uint4* fine, uint32_t order, uint32_t e, bool full) {
     if (order <= 18) return load_ro(coarse, e << (18 - order));
+    if (full) {
+        const uint32_t half = order - 1;
+        fr_t w = load_ro(fine, e & ((1u << half) - 1));
+        // A twiddle is never zero, so r - w is its canonical negation.
+        fr_t neg;
+        neg.l[0] = sub_cc(fr_modulus(0), w.l[0]);
+#pragma unroll
+        for (int i = 1; i < 8; i++) neg.l[i] = subc_cc(fr_modulus(i), w.l[i]);
+        const bool flip = (e >> half) & 1;
+#pragma unroll
+        for (int i = 0; i < 8; i++) w.l[i] = flip ? neg.l[i] : w.l[i];
+        return w;
+    }
     uint32_t fine_bits = order - 18;
     fr_t hi = load_ro(coarse, e >> fine_bits);
     // fine[0] is one: multiplying unconditionally keeps the code straight-line.
@@ -95,8 +114,8 @@ FR_D fr_t scale_factor(const uint4* a, const uint4* b, const NttPassParams& p, u
 // (the inlined form put the pass kernels at about 140 KB of code, and the first pass, whose
 // twiddle takes two multiplications, stalled on instruction fetch).
 __device__ __noinline__ fr_t mul_twiddle(const fr_t x, const uint4* coarse, const uint4* fine,
-                                         uint32_t order, uint32_t e) {
-    return fr_mul(x, twiddle(coarse, fine, order, e));
+                                         uint32_t order, uint32_t e, bool full) {
+    return fr_mul(x, twiddle(coarse, fine, order, e, full));
 }
 __device__ __noinline__ fr_t mul_scale(const fr_t x, const uint4* a, const uint4* b,
                                        const NttPassParams p, uint32_t j) {
@@ -146,6 +165,7 @@ FR_D void pass(uint4* data, const uint4* coarse, const uint4* fine, const uint4*
     const uint32_t ell = L - p.s0 - k;
     const uint32_t tile = 1u << (k + m);
     const bool g_fast = p.flags & NTT_G_FAST;
+    const bool full = p.flags & NTT_FULL_TWIDDLE;
     const uint32_t tid = threadIdx.x;
     const uint32_t rounds = (k + RLOG - 1) / RLOG;
     uint4* vec = data + 2 * (uint64_t)blockIdx.y * p.vector_stride;
@@ -200,7 +220,7 @@ FR_D void pass(uint4* data, const uint4* coarse, const uint4* fine, const uint4*
 #pragma unroll
                 for (uint32_t j = 0; j < R; j++) {
                     uint32_t e = lo * bitrev(t_base | (j << b), k);
-                    x[j] = mul_twiddle(x[j], coarse, fine, L - p.s0, e);
+                    x[j] = mul_twiddle(x[j], coarse, fine, L - p.s0, e, full);
                 }
             }
         } else {
@@ -226,7 +246,7 @@ FR_D void pass(uint4* data, const uint4* coarse, const uint4* fine, const uint4*
 #pragma unroll
                 for (uint32_t j = 0; j < R; j++) {
                     uint32_t e = lo * bitrev(t_base | (j << b), k);
-                    x[j] = mul_twiddle(x[j], coarse, fine, L - p.s0, e);
+                    x[j] = mul_twiddle(x[j], coarse, fine, L - p.s0, e, full);
                 }
             }
             if (p.flags & NTT_POST_SCALE) {
@@ -276,6 +296,16 @@ NTT_PASS_KERNEL(ntt_pass_dif_r1_o2, 1, false, 512, 2)
 NTT_PASS_KERNEL(ntt_pass_dit_r1_o2, 1, true, 512, 2)
 NTT_PASS_KERNEL(ntt_pass_dif_r2_o3, 2, false, 256, 3)
 NTT_PASS_KERNEL(ntt_pass_dit_r2_o3, 2, true, 256, 3)
+
+// The full twiddle table of a transform of 2^order points, order > 18: out[e] = omega_{2^order}^e
+// for e < 2^(order-1), each the coarse-times-fine product the first pass would otherwise compute
+// per element (so the two paths use the same values). One thread per entry.
+extern "C" __global__ void ntt_twiddle_table(uint4* out, const uint4* coarse, const uint4* fine,
+                                             uint32_t order) {
+    const uint32_t e = blockIdx.x * blockDim.x + threadIdx.x;
+    if (order <= 18 || order > 32 || e >= (1u << (order - 1))) return;
+    ntt::store(out, e, ntt::twiddle(coarse, fine, order, e, false));
+}
 
 // In-place bit-reversal permutation of each vector (grid.y = vectors), one thread per index:
 // swaps elements i and bitrev(i) when i < bitrev(i). For small vectors (log_n < 10).

@@ -67,14 +67,18 @@ fn parse_args() -> Res<Args> {
                     .split(',')
                     .map(str::parse)
                     .collect::<Result<_, _>>()?;
-                if v.len() != 4 {
-                    return Err("--config RADIX_LOG,TILE_LOG,MAX_PASS_LOG,HIGH_OCCUPANCY".into());
+                if !(4..=5).contains(&v.len()) {
+                    return Err("--config RADIX_LOG,TILE_LOG,MAX_PASS_LOG,HIGH_OCCUPANCY[,FULL_TWIDDLE_MAX_LOG]".into());
                 }
                 a.config = Some(NttConfig {
                     radix_log: v[0],
                     tile_log: v[1],
                     max_pass_log: v[2],
                     high_occupancy: v[3] != 0,
+                    full_twiddle_max_log: v
+                        .get(4)
+                        .copied()
+                        .unwrap_or(NttConfig::default().full_twiddle_max_log),
                 });
                 i += 1;
             }
@@ -245,7 +249,7 @@ fn main() -> Res<()> {
     let mut sweep_times: Vec<(NttConfig, u32, f64)> = Vec::new();
     if args.sweep {
         let configs = cuzk_ntt::gpu::SWEEP_CONFIGS;
-        let header = "\nConfiguration sweep, forward N->R:\n\n| log n | radix_log | tile_log | max_pass_log | high occupancy | passes (k/m) | time (ms) |\n|---|---|---|---|---|---|---|\n";
+        let header = "\nConfiguration sweep, forward N->R:\n\n| log n | radix_log | tile_log | max_pass_log | high occupancy | full twiddles up to | passes (k/m) | time (ms) |\n|---|---|---|---|---|---|---|---|\n";
         md.push_str(header);
         print!("{header}");
         for log_n in [20, 24, 27]
@@ -270,11 +274,16 @@ fn main() -> Res<()> {
                     .map(|p| format!("{}/{}", p.k, p.m))
                     .collect();
                 let row = format!(
-                    "| {log_n} | {} | {} | {} | {} | {} | {ms:.3} |\n",
+                    "| {log_n} | {} | {} | {} | {} | {} | {} | {ms:.3} |\n",
                     config.radix_log,
                     config.tile_log,
                     config.max_pass_log,
                     config.high_occupancy,
+                    if config.full_twiddle_max_log > 18 {
+                        format!("2^{}", config.full_twiddle_max_log)
+                    } else {
+                        "-".to_string()
+                    },
                     ks.join(" ")
                 );
                 print!("{row}");

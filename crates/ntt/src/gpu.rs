@@ -9,9 +9,11 @@
 //! transform adds one tiled bit-reversal pass.
 //!
 //! [`GpuNtt`] holds the loaded module and the twiddle tables (8 MiB per direction, uploaded once
-//! per [`GpuNtt`] and kept on the device); its `*_device` methods transform vectors already on the
-//! device on a given stream, several vectors per call, and its host methods (same signatures as
-//! [`crate::cpu`]) copy in and out around them. Speed on the H200: `docs/benchmarks.md`.
+//! per [`GpuNtt`] and kept on the device; above 2^18 points, per size, a small fine table and by
+//! default the full table of the first pass's twiddles, 16·n bytes: [`twiddle_table_bytes`]).
+//! Its `*_device` methods transform vectors already on the device on a given stream, several
+//! vectors per call, and its host methods (same signatures as [`crate::cpu`]) copy in and out
+//! around them. Speed on the H200: `docs/benchmarks.md`.
 #![allow(unsafe_code)]
 
 use std::collections::HashMap;
@@ -92,6 +94,13 @@ pub struct NttConfig {
     /// Use the kernels compiled for more resident warps (fewer registers per thread) where they
     /// exist (`radix_log` 1 and 2).
     pub high_occupancy: bool,
+    /// The largest `log2(n)` whose first pass reads its twiddles (of order n) from a table of
+    /// the n/2 powers of omega: 16·n bytes per direction, made on the device at the first
+    /// transform of that size and kept ([`twiddle_table_bytes`]). Larger transforms (and every
+    /// one when this is at most 18) multiply a coarse and a fine lookup instead, one more Fr
+    /// multiplication per element in that pass. The default, 27, covers a PoRep partition's
+    /// domain: 2 GiB per direction there.
+    pub full_twiddle_max_log: u32,
 }
 
 impl NttConfig {
@@ -103,77 +112,111 @@ impl NttConfig {
             9
         }
     }
+
+    /// Whether the first pass of a 2^log_n transform reads the full twiddle table.
+    fn full_twiddles(&self, log_n: u32) -> bool {
+        log_n > COARSE_LOG && log_n <= self.full_twiddle_max_log
+    }
 }
+
+/// The configuration [`NttConfig::default`] returns.
+const DEFAULT_CONFIG: NttConfig = NttConfig {
+    radix_log: 2,
+    tile_log: 9,
+    max_pass_log: 9,
+    high_occupancy: true,
+    full_twiddle_max_log: 27,
+};
 
 impl Default for NttConfig {
     /// The fastest of [`SWEEP_CONFIGS`] on the H200 (docs/benchmarks.md): radix 4 per round,
-    /// 2^9-element tiles, 256 threads and at most 80 registers per thread (24 warps per SM).
+    /// 2^9-element tiles, 256 threads and at most 80 registers per thread (24 warps per SM), and
+    /// the full twiddle table up to 2^27.
     fn default() -> Self {
-        Self {
-            radix_log: 2,
-            tile_log: 9,
-            max_pass_log: 9,
-            high_occupancy: true,
+        DEFAULT_CONFIG
+    }
+}
+
+/// Device bytes of the twiddle tables a transform of 2^log_n points needs, per direction
+/// (forward, inverse), under `config`: the coarse table (8 MiB, shared by every size), and above
+/// 2^18 the fine table and, where [`NttConfig::full_twiddle_max_log`] allows, the full one.
+/// [`GpuNtt`] makes each once and keeps it; [`GpuNtt::table_bytes`] says what it holds.
+pub fn twiddle_table_bytes(log_n: u32, config: &NttConfig) -> usize {
+    let fr = size_of::<FrLimbs>();
+    let mut bytes = fr << COARSE_LOG;
+    if log_n > COARSE_LOG {
+        bytes += fr << (log_n - COARSE_LOG);
+        if config.full_twiddles(log_n) {
+            bytes += fr << (log_n - 1);
         }
     }
+    bytes
 }
 
 /// The configurations the benchmark sweeps (the default first); every one is tested against the
 /// reference (`tests/gpu.rs`).
-pub const SWEEP_CONFIGS: [NttConfig; 9] = [
+pub const SWEEP_CONFIGS: [NttConfig; 10] = [
+    DEFAULT_CONFIG,
+    // The default without the full twiddle table: what the table saves.
     NttConfig {
-        radix_log: 2,
-        tile_log: 9,
-        max_pass_log: 9,
-        high_occupancy: true,
+        full_twiddle_max_log: 0,
+        ..DEFAULT_CONFIG
     },
     NttConfig {
         radix_log: 3,
         tile_log: 11,
         max_pass_log: 10,
         high_occupancy: false,
+        ..DEFAULT_CONFIG
     },
     NttConfig {
         radix_log: 3,
         tile_log: 10,
         max_pass_log: 10,
         high_occupancy: false,
+        ..DEFAULT_CONFIG
     },
     NttConfig {
         radix_log: 3,
         tile_log: 12,
         max_pass_log: 12,
         high_occupancy: false,
+        ..DEFAULT_CONFIG
     },
     NttConfig {
         radix_log: 2,
         tile_log: 11,
         max_pass_log: 10,
         high_occupancy: false,
+        ..DEFAULT_CONFIG
     },
     NttConfig {
         radix_log: 2,
         tile_log: 10,
         max_pass_log: 10,
         high_occupancy: true,
+        ..DEFAULT_CONFIG
     },
     NttConfig {
         radix_log: 1,
         tile_log: 10,
         max_pass_log: 10,
         high_occupancy: true,
+        ..DEFAULT_CONFIG
     },
     NttConfig {
         radix_log: 1,
         tile_log: 11,
         max_pass_log: 10,
         high_occupancy: true,
+        ..DEFAULT_CONFIG
     },
     NttConfig {
         radix_log: 1,
         tile_log: 9,
         max_pass_log: 9,
         high_occupancy: true,
+        ..DEFAULT_CONFIG
     },
 ];
 
@@ -203,6 +246,7 @@ const FLAG_PRE_SCALE: u32 = 2;
 const FLAG_POST_SCALE: u32 = 4;
 const FLAG_SCALE_BITREV: u32 = 8;
 const FLAG_TWIDDLE: u32 = 16;
+const FLAG_FULL_TWIDDLE: u32 = 32;
 
 /// One pass of the decimation-in-frequency network: stages `s0 .. s0 + k`, `2^m` groups per
 /// block, `2^radix_log` elements per thread.
@@ -315,6 +359,29 @@ pub fn plan(log_n: u32, config: &NttConfig, max_shared: usize) -> Result<Vec<Pas
     Ok(passes)
 }
 
+/// Fr multiplications per vector of a transform of 2^log_n points run as `passes`: the
+/// butterflies with a twiddle other than one, each pass's inter-pass twiddles (one per element;
+/// two in the pass whose twiddles have order above 2^18 when it has no full table), and the
+/// scalings (n^-1, the coset's powers: one or two per element).
+fn multiplications(log_n: u32, passes: &[Pass], transform: Transform, config: &NttConfig) -> u64 {
+    let n = 1u64 << log_n;
+    let mut muls = 0;
+    for p in passes {
+        muls += (n >> p.k) * inner_multiplications(p.k);
+        if p.lo_bits(log_n) > 0 {
+            muls += n;
+            if log_n - p.s0 > COARSE_LOG && !config.full_twiddles(log_n) {
+                muls += n;
+            }
+        }
+    }
+    muls + match transform {
+        Transform::Forward => 0,
+        Transform::Inverse => n,
+        Transform::CosetForward | Transform::CosetInverse => 2 * n,
+    }
+}
+
 /// Multiplications of the inner butterflies of a size-2^k transform, per 2^k elements.
 fn inner_multiplications(k: u32) -> u64 {
     // Stage c has 2^(k-1) butterflies, of which 2^(k-1-c) have twiddle one.
@@ -334,6 +401,7 @@ struct ScaleTables {
 struct Tables {
     coarse: [Option<Arc<DeviceBuffer<FrLimbs>>>; 2],
     fine: HashMap<(u32, bool), Arc<DeviceBuffer<FrLimbs>>>,
+    full: HashMap<(u32, bool), Arc<DeviceBuffer<FrLimbs>>>,
     scale: HashMap<(u32, Transform), Arc<ScaleTables>>,
 }
 
@@ -345,6 +413,7 @@ pub struct GpuNtt {
     dit: [Kernel; 3],
     bitrev_small: Kernel,
     bitrev_tiled: Kernel,
+    twiddle_table: Kernel,
     config: NttConfig,
     tables: Mutex<Tables>,
 }
@@ -414,6 +483,7 @@ impl GpuNtt {
         let (dif, dit) = (load(dif)?, load(dit)?);
         let bitrev_small = module.kernel("ntt_bitrev_small")?;
         let bitrev_tiled = module.kernel("ntt_bitrev_tiled")?;
+        let twiddle_table = module.kernel("ntt_twiddle_table")?;
         // Shared memory beyond the 48 KiB default needs opting in, per kernel.
         let max_shared = device.info().max_shared_per_block.min(32 << 12) as u32;
         for kernel in dif.iter().chain(dit.iter()) {
@@ -427,6 +497,7 @@ impl GpuNtt {
             dit,
             bitrev_small,
             bitrev_tiled,
+            twiddle_table,
             config,
             tables: Mutex::new(Tables::default()),
         })
@@ -456,21 +527,7 @@ impl GpuNtt {
         let natural_out = dit;
         let permute = natural_out != (output == Order::Natural);
         let n = 1u64 << log_n;
-        let mut muls = 0;
-        for p in &passes {
-            muls += (n >> p.k) * inner_multiplications(p.k);
-            if p.lo_bits(log_n) > 0 {
-                muls += n;
-                if log_n - p.s0 > COARSE_LOG {
-                    muls += n;
-                }
-            }
-        }
-        muls += match transform {
-            Transform::Forward => 0,
-            Transform::Inverse => n,
-            Transform::CosetForward | Transform::CosetInverse => 2 * n,
-        };
+        let muls = multiplications(log_n, &passes, transform, &self.config);
         let sweeps = passes.len() as u64 + u64::from(permute);
         Ok(Plan {
             log_n,
@@ -518,6 +575,58 @@ impl GpuNtt {
         let t = Arc::new(upload_synced(stream, &powers(root, len))?);
         tables.fine.insert((log_n, inverse), t.clone());
         Ok(t)
+    }
+
+    /// The full twiddle table of 2^log_n (the first 2^(log_n - 1) powers of omega or omega^-1),
+    /// made on the device from the coarse and fine tables, or `None` when the configuration
+    /// leaves it out or the device has no room for it (the first pass then multiplies the two
+    /// lookups as without it: the same values, one more multiplication per element).
+    fn full(
+        &self,
+        stream: &Stream,
+        domain: &Domain,
+        inverse: bool,
+        coarse: &DeviceBuffer<FrLimbs>,
+        fine: &DeviceBuffer<FrLimbs>,
+    ) -> Result<Option<Arc<DeviceBuffer<FrLimbs>>>, GpuNttError> {
+        let log_n = domain.log_n();
+        if !self.config.full_twiddles(log_n) {
+            return Ok(None);
+        }
+        let mut tables = self.tables.lock().expect("table cache poisoned");
+        if let Some(t) = tables.full.get(&(log_n, inverse)) {
+            return Ok(Some(t.clone()));
+        }
+        let len = 1usize << (log_n - 1);
+        let Ok(mut table) = stream.alloc::<FrLimbs>(len) else {
+            return Ok(None);
+        };
+        self.ntt_twiddle_table(stream, &mut table, coarse, fine, log_n)?;
+        // Shared by every stream that later uses this `GpuNtt`, as upload_synced's tables.
+        stream.synchronize()?;
+        let t = Arc::new(table);
+        tables.full.insert((log_n, inverse), t.clone());
+        Ok(Some(t))
+    }
+
+    /// Device bytes of the twiddle and scaling tables this instance holds (every size and
+    /// direction it has transformed so far; they stay until it is dropped).
+    pub fn table_bytes(&self) -> usize {
+        let tables = self.tables.lock().expect("table cache poisoned");
+        let bytes = |b: &DeviceBuffer<FrLimbs>| b.len() * size_of::<FrLimbs>();
+        tables
+            .coarse
+            .iter()
+            .flatten()
+            .map(|b| bytes(b))
+            .sum::<usize>()
+            + tables.fine.values().map(|b| bytes(b)).sum::<usize>()
+            + tables.full.values().map(|b| bytes(b)).sum::<usize>()
+            + tables
+                .scale
+                .values()
+                .map(|s| bytes(&s.a) + s.b.as_ref().map_or(0, bytes))
+                .sum::<usize>()
     }
 
     fn scale(
@@ -602,6 +711,10 @@ impl GpuNtt {
         } else {
             None
         };
+        let full = match &fine {
+            Some(fine) => self.full(stream, domain, inverse, &coarse, fine)?,
+            None => None,
+        };
         let scale = self.scale(stream, domain, transform)?;
 
         let order: Vec<Pass> = if plan.dit {
@@ -615,6 +728,16 @@ impl GpuNtt {
             if pass.lo_bits(log_n) > 0 {
                 flags |= FLAG_G_FAST | FLAG_TWIDDLE;
             }
+            // The pass whose twiddles have order above 2^18 (the first in DIF order) reads the
+            // full table where there is one.
+            let first_order = log_n - pass.s0 > COARSE_LOG;
+            let twiddles = match &full {
+                Some(t) if first_order => {
+                    flags |= FLAG_FULL_TWIDDLE;
+                    Some(&**t)
+                }
+                _ => fine.as_deref(),
+            };
             // The first pass reads the input, in input order; the last writes the result, in DIT
             // (natural) or DIF (bit-reversed) order.
             if i == 0 && transform == Transform::CosetForward {
@@ -638,16 +761,7 @@ impl GpuNtt {
             let scale_a = scale.as_ref().map(|s| &s.a);
             let scale_b = scale.as_ref().and_then(|s| s.b.as_ref());
             self.ntt_pass(
-                stream,
-                data,
-                vectors,
-                plan.dit,
-                pass,
-                &params,
-                &coarse,
-                fine.as_deref(),
-                scale_a,
-                scale_b,
+                stream, data, vectors, plan.dit, pass, &params, &coarse, twiddles, scale_a, scale_b,
             )?;
         }
         if plan.permute {
@@ -698,10 +812,48 @@ impl GpuNtt {
             // The grid covers exactly the 2^(L-k-m) blocks of 2^m groups of 2^k elements of each
             // of `count` vectors starting at `first`, all inside `data` (its length is
             // vectors · n, checked by the caller); twiddle indices are below 2^18 = coarse.len(),
-            // fine indices below 2^(L-18) = fine.len() (present whenever L > 18), scale indices
+            // fine indices below 2^(L-18) = fine.len() (present whenever L > 18), or with
+            // FLAG_FULL_TWIDDLE below 2^(L-1) = fine.len() (the full table), scale indices
             // below the tables' sizes by construction of mask and shift.
             unsafe { kernel.launch(stream, config, &args)? };
         }
+        Ok(())
+    }
+
+    /// Launches `ntt_twiddle_table`: the full twiddle table of 2^log_n into `out`, one thread
+    /// per entry.
+    fn ntt_twiddle_table(
+        &self,
+        stream: &Stream,
+        out: &mut DeviceBuffer<FrLimbs>,
+        coarse: &DeviceBuffer<FrLimbs>,
+        fine: &DeviceBuffer<FrLimbs>,
+        log_n: u32,
+    ) -> Result<(), GpuNttError> {
+        let len = 1usize << (log_n - 1);
+        if log_n <= COARSE_LOG
+            || out.len() != len
+            || coarse.len() != 1 << COARSE_LOG
+            || fine.len() != 1 << (log_n - COARSE_LOG)
+        {
+            return Err(GpuError::InvalidArgument(format!(
+                "twiddle table of 2^{log_n}: {} entries out, {} coarse, {} fine",
+                out.len(),
+                coarse.len(),
+                fine.len()
+            ))
+            .into());
+        }
+        let config = LaunchConfig::linear(len as u32, 256);
+        let mut args = KernelArgs::new();
+        args.buffer_mut(out)
+            .buffer(coarse)
+            .buffer(fine)
+            .value(log_n);
+        // SAFETY: the arguments match `ntt_twiddle_table(uint4* out, const uint4* coarse,
+        // const uint4* fine, uint32_t order)`; the kernel writes out[e] for e < 2^(log_n - 1) =
+        // out.len() and reads coarse and fine below their lengths, all checked above.
+        unsafe { self.twiddle_table.launch(stream, config, &args)? };
         Ok(())
     }
 
@@ -993,6 +1145,7 @@ mod tests {
             tile_log,
             max_pass_log,
             high_occupancy,
+            ..NttConfig::default()
         };
         let extra = [c(2, 12, 12, false), c(1, 4, 3, false), c(3, 12, 12, false)];
         for config in SWEEP_CONFIGS.into_iter().chain(extra) {
@@ -1022,6 +1175,69 @@ mod tests {
         assert_eq!(inner_multiplications(2), 1);
         // 9 stages of 256 butterflies, minus 511 with twiddle one.
         assert_eq!(inner_multiplications(9), 9 * 256 - 511);
+    }
+
+    #[test]
+    fn the_full_twiddle_table_saves_one_multiplication_per_element() {
+        let with = NttConfig::default();
+        let without = NttConfig {
+            full_twiddle_max_log: 0,
+            ..with
+        };
+        for log_n in [19, 24, 27, 28] {
+            let passes = plan(log_n, &with, H200_SHARED).unwrap();
+            let n = 1u64 << log_n;
+            let saved = |t| {
+                multiplications(log_n, &passes, t, &without)
+                    - multiplications(log_n, &passes, t, &with)
+            };
+            let want = if log_n <= with.full_twiddle_max_log {
+                n
+            } else {
+                0
+            };
+            for t in Transform::ALL {
+                assert_eq!(saved(t), want, "2^{log_n} {t:?}");
+            }
+        }
+        // At 2^24 (8 + 8 + 8): 3 · 2^16 · (8 · 128 − 255) butterflies, 2 · 2^24 inter-pass twiddles.
+        let passes = plan(24, &with, H200_SHARED).unwrap();
+        let n = 1u64 << 24;
+        assert_eq!(
+            multiplications(24, &passes, Transform::Forward, &with),
+            3 * (1 << 16) * (8 * 128 - 255) + 2 * n
+        );
+        // Up to 2^18 every twiddle is one lookup in the coarse table: nothing to save.
+        for log_n in 1..=COARSE_LOG {
+            let passes = plan(log_n, &with, H200_SHARED).unwrap();
+            assert_eq!(
+                multiplications(log_n, &passes, Transform::Forward, &with),
+                multiplications(log_n, &passes, Transform::Forward, &without)
+            );
+        }
+    }
+
+    #[test]
+    fn twiddle_tables_are_sized_per_direction() {
+        let with = NttConfig::default();
+        let without = NttConfig {
+            full_twiddle_max_log: 0,
+            ..with
+        };
+        let coarse = 32usize << 18;
+        assert_eq!(twiddle_table_bytes(18, &with), coarse);
+        assert_eq!(twiddle_table_bytes(10, &with), coarse);
+        assert_eq!(twiddle_table_bytes(24, &without), coarse + (32 << 6));
+        assert_eq!(
+            twiddle_table_bytes(24, &with),
+            coarse + (32 << 6) + (16 << 24)
+        );
+        // 2 GiB at a PoRep partition's 2^27 by default; above it, the fine table only.
+        assert_eq!(
+            twiddle_table_bytes(27, &with) - twiddle_table_bytes(27, &without),
+            2 << 30
+        );
+        assert_eq!(twiddle_table_bytes(28, &with), coarse + (32 << 10));
     }
 
     #[test]

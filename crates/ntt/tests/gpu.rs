@@ -265,3 +265,29 @@ fn every_swept_configuration_matches_the_reference() {
         }
     }
 }
+
+#[test]
+fn the_full_twiddle_table_is_made_once_per_size_and_direction() {
+    let Some(shared) = shared_for_tests() else {
+        return;
+    };
+    let config = cuzk_ntt::gpu::NttConfig::default();
+    let gpu = GpuNtt::with_config(shared.device(), config).unwrap();
+    assert_eq!(gpu.table_bytes(), 0);
+    let domain = Domain::new(19).unwrap();
+    let input = random_scalars(domain.n(), 19);
+    let (t, i, o) = (Transform::Forward, Order::Natural, Order::BitReversed);
+    let mut want = input.clone();
+    reference_fn(t)(&mut want, &domain, i, o).unwrap();
+    for _ in 0..2 {
+        let mut got = input.clone();
+        gpu.transform_many(&mut [&mut got[..]], &domain, t, i, o)
+            .unwrap();
+        assert_eq!(first_difference(&got, &want), None);
+        // The coarse, fine and full tables of the forward direction, kept for the second call.
+        assert_eq!(
+            gpu.table_bytes(),
+            cuzk_ntt::gpu::twiddle_table_bytes(19, &config)
+        );
+    }
+}
