@@ -37,8 +37,8 @@
 // 3. msm_affine_sums: from the last slot back, each pair's 1/d out of the thread's inverse and
 //    prefix, and the affine sum: λ = (y_b − y_a)/d or 3x_a²/d, x = λ² − x_a − x_b,
 //    y = λ(x_a − x) − y_a. Reads both points again, writes the sum.
-// Multiplications per addition: 1 (prefix) + 2 (inverse back-substitution) + 3 (sum), plus
-// about 3/per for the tree. Every addition is exact: doubling, a point plus its negation and the
+// Multiplications per addition: 1 (prefix) + 2 (inverse back-substitution) + 3 (sum), less
+// three per thread (its first pair: msm_chain_start), plus about 3/per for the tree. Every addition is exact: doubling, a point plus its negation and the
 // point at infinity (x = y = 0) are their own cases, never a zero denominator.
 #pragma once
 
@@ -300,6 +300,23 @@ FR_HD msm_slot_t msm_slot_of(uint32_t s, const uint32_t* keys_out, const uint32_
 // locates all of a thread's slots before loading any point, so their lookups overlap.
 #define MSM_AFFINE_PER 8u
 
+// The prefix product of a thread's first pair that needs an inversion is one. msm_affine_pairs
+// stores this marker there instead, and msm_affine_sums, which reaches that pair last, takes
+// 1/d = inv for it and skips the update of inv, which no pair needs after it: two of its five
+// multiplications per pair, once per thread. The marker's last 32-bit word is all ones, which
+// no field value in Montgomery form (below p, whose top word is 0x1a0111ea) can have.
+template <class F>
+FR_HD F msm_chain_start() {
+    F v = F::zero();
+    reinterpret_cast<uint32_t*>(&v)[sizeof(F) / 4 - 1] = 0xffffffffu;
+    return v;
+}
+
+template <class F>
+FR_HD bool msm_is_chain_start(const F& v) {
+    return reinterpret_cast<const uint32_t*>(&v)[sizeof(F) / 4 - 1] == 0xffffffffu;
+}
+
 // The round threads' scratch: each output slot's prefix product, and one product per thread in
 // totals (`totals_cap` of them, word-major: msm_soa_load). The prefix products lie word-major in
 // `prefix` (`prefix_cap` of them), or, when prefix_cap is zero, in the x of each slot's point in
@@ -372,7 +389,9 @@ __device__ __forceinline__ void msm_affine_pairs(msm_round_scratch_t<F> scratch,
         }
     }
     const affine_t<F>* src = level_in == 0 ? bases + base_offset : pts_in;
+    // The product of the denominators so far (one while there are none: `started` false).
     F q = F::one();
+    bool started = false;
 #pragma unroll
     for (uint32_t k = 0; k < MSM_AFFINE_PER; k++) {
         // A lone value needs no inversion. Otherwise the x coordinates alone decide the common
@@ -392,8 +411,14 @@ __device__ __forceinline__ void msm_affine_pairs(msm_round_scratch_t<F> scratch,
             if (!msm_needs_inverse(p.kind)) continue;
             d = p.d;
         }
-        scratch.store_prefix(s, q);
-        q = f_mul(q, d);
+        if (started) {
+            scratch.store_prefix(s, q);
+            q = f_mul(q, d);
+        } else {
+            scratch.store_prefix(s, msm_chain_start<F>());
+            q = d;
+            started = true;
+        }
     }
     msm_soa_store(scratch.totals, scratch.totals_cap, t, q);
 }
@@ -507,8 +532,12 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_
                     }
                 }
             }
-            F lambda = f_mul(num, f_mul(inv, scratch.load_prefix(s)));
-            inv = f_mul(inv, d);
+            // The thread's first pair (msm_chain_start): 1/d is inv itself, and inv is not
+            // needed after it.
+            F pre = scratch.load_prefix(s);
+            const bool first = msm_is_chain_start(pre);
+            F lambda = f_mul(num, first ? inv : f_mul(inv, pre));
+            if (!first) inv = f_mul(inv, d);
             F xa = msm_load_words(&ra.p->x);
             affine_t<F> r;
             r.x = f_sub(f_sub(f_sqr(lambda), xa), msm_load_words(&rb.p->x));
@@ -533,8 +562,13 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_
             // Shared memory holds inv (cell 1) and 1/d, then λ (cell 0) between the calls, and
             // x goes to the output before the last one, so that no computed field value stays
             // live across a call (msm_smem_cells_t); the coordinates are loaded where needed.
-            cell.store(0, f_mul(cell.load(1), scratch.load_prefix(s)));
-            {
+            // The thread's first pair (msm_chain_start): 1/d is inv itself, and inv is not
+            // needed after it.
+            F pre = scratch.load_prefix(s);
+            if (msm_is_chain_start(pre)) {
+                cell.store(0, cell.load(1));
+            } else {
+                cell.store(0, f_mul(cell.load(1), pre));
                 F d = kind == MSM_PAIR_ADD ? f_sub(msm_load_words(&rb.p->x), msm_load_words(&ra.p->x))
                                            : f_dbl(msm_ref_y(ra));
                 cell.store(1, f_mul(cell.load(1), d));
