@@ -85,16 +85,9 @@ FR_D fr_t twiddle(const uint4* coarse, const uint4* fine, uint32_t order, uint32
     if (order <= 18) return load_ro(coarse, e << (18 - order));
     if (full) {
         const uint32_t half = order - 1;
-        fr_t w = load_ro(fine, e & ((1u << half) - 1));
-        // A twiddle is never zero, so r - w is its canonical negation.
-        fr_t neg;
-        neg.l[0] = sub_cc(fr_modulus(0), w.l[0]);
-#pragma unroll
-        for (int i = 1; i < 8; i++) neg.l[i] = subc_cc(fr_modulus(i), w.l[i]);
-        const bool flip = (e >> half) & 1;
-#pragma unroll
-        for (int i = 0; i < 8; i++) w.l[i] = flip ? neg.l[i] : w.l[i];
-        return w;
+        const fr_t w = load_ro(fine, e & ((1u << half) - 1));
+        const fr_t neg = fr_neg(w);
+        return (e >> half) & 1 ? neg : w;
     }
     uint32_t fine_bits = order - 18;
     fr_t hi = load_ro(coarse, e >> fine_bits);
