@@ -512,14 +512,21 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_
         // when doubling).
         if constexpr (sizeof(F) == sizeof(fp_t)) {
             // G1 (inlined multiplications): d and num formed first, from the coordinates the
-            // pair is classified by.
+            // pair is classified by. Both points' y and the slot's prefix product are loaded
+            // with the x coordinates, before the comparisons: loaded where each is used
+            // (sm_90 SASS), the slot waited on three loads in a row, the x, then the y behind
+            // the branch on x, then the prefix.
             F d, num;
+            F pre;
             {
                 F xa = msm_load_words(&ra.p->x);
                 F xb = msm_load_words(&rb.p->x);
+                F ya = msm_ref_y(ra);
+                F yb = msm_ref_y(rb);
+                pre = scratch.load_prefix(s);
                 if (!xa.is_zero() && !xb.is_zero() && !f_eq(xa, xb)) {
                     d = f_sub(xb, xa);
-                    num = f_sub(msm_ref_y(rb), msm_ref_y(ra));
+                    num = f_sub(yb, ya);
                 } else {
                     msm_pair_t<F> p;
                     if (!msm_classify_whole(p, xa, xb, ra, rb, &pts_out[s])) continue;
@@ -534,7 +541,6 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_
             }
             // The thread's first pair (msm_chain_start): 1/d is inv itself, and inv is not
             // needed after it.
-            F pre = scratch.load_prefix(s);
             const bool first = msm_is_chain_start(pre);
             F lambda = f_mul(num, first ? inv : f_mul(inv, pre));
             if (!first) inv = f_mul(inv, d);

@@ -696,7 +696,9 @@ MSM_GROUP_KERNELS(g2, fp2_t)
 // The batch-affine alternative to steps 4 and 5 (accumulate and merge).
 #include "msm/affine.cuh"
 
-// G1's round kernels need at most 128 registers unbounded (16 warps per SM). G1's pairs, which
+// G1's sums run four blocks per SM (at most 128 registers, 16 warps): loading each pair's y and
+// prefix with its x (msm_affine_sums) took them to 134 unbounded, three blocks; bounded, 126
+// registers and no spills (session 23: G1 2^24 sums 51.7 → 50.2 ms). G1's pairs, which
 // wait on their loads (ncu, session 14: 14.7 cycles per issued instruction on the long
 // scoreboard), run five blocks per SM (96 registers, no spills; 20 warps, against 16 at 99
 // registers unbounded): G1 2^24 pairs 22.97 → 21.84 ms, total 104.6 → 103.5 ms; six blocks
@@ -706,5 +708,5 @@ MSM_GROUP_KERNELS(g2, fp2_t)
 // 191.1 → 184.7 ms with the bound (pairs bounded in both), and before the by-value fp2_mul
 // pairs 61.1 → 54.1 ms. Four blocks (128 registers, more spilling) ran the sums 32% slower
 // (docs/benchmarks.md, sessions 10 and 14).
-MSM_AFFINE_KERNELS(g1, fp_t, , __launch_bounds__(128, 5))
+MSM_AFFINE_KERNELS(g1, fp_t, __launch_bounds__(128, 4), __launch_bounds__(128, 5))
 MSM_AFFINE_KERNELS(g2, fp2_t, __launch_bounds__(128, 3), __launch_bounds__(128, 3))
