@@ -98,8 +98,9 @@ pub struct NttConfig {
     /// the n/2 powers of omega: 16·n bytes per direction, made on the device at the first
     /// transform of that size and kept ([`twiddle_table_bytes`]). Larger transforms (and every
     /// one when this is at most 18) multiply a coarse and a fine lookup instead, one more Fr
-    /// multiplication per element in that pass. The default, 27, covers a PoRep partition's
-    /// domain: 2 GiB per direction there.
+    /// multiplication per element in that pass. The default, 28, covers every size the crate
+    /// takes: 2 GiB per direction at a PoRep partition's 2^27, 4 GiB at 2^28 (H200: 2^27
+    /// forward 43.6 -> 41.9 ms with the table, 2^28 91.2 -> 88.0 ms; docs/benchmarks.md).
     pub full_twiddle_max_log: u32,
 }
 
@@ -125,13 +126,13 @@ const DEFAULT_CONFIG: NttConfig = NttConfig {
     tile_log: 9,
     max_pass_log: 9,
     high_occupancy: true,
-    full_twiddle_max_log: 27,
+    full_twiddle_max_log: 28,
 };
 
 impl Default for NttConfig {
     /// The fastest of [`SWEEP_CONFIGS`] on the H200 (docs/benchmarks.md): radix 4 per round,
     /// 2^9-element tiles, 256 threads and at most 80 registers per thread (24 warps per SM), and
-    /// the full twiddle table up to 2^27.
+    /// the full twiddle table up to 2^28.
     fn default() -> Self {
         DEFAULT_CONFIG
     }
@@ -1184,20 +1185,27 @@ mod tests {
             full_twiddle_max_log: 0,
             ..with
         };
-        for log_n in [19, 24, 27, 28] {
-            let passes = plan(log_n, &with, H200_SHARED).unwrap();
-            let n = 1u64 << log_n;
-            let saved = |t| {
-                multiplications(log_n, &passes, t, &without)
-                    - multiplications(log_n, &passes, t, &with)
-            };
-            let want = if log_n <= with.full_twiddle_max_log {
-                n
-            } else {
-                0
-            };
-            for t in Transform::ALL {
-                assert_eq!(saved(t), want, "2^{log_n} {t:?}");
+        // The default's table reaches 2^28; one that stops at 2^27 saves nothing above it.
+        let to_27 = NttConfig {
+            full_twiddle_max_log: 27,
+            ..with
+        };
+        for cfg in [with, to_27] {
+            for log_n in [19, 24, 27, 28] {
+                let passes = plan(log_n, &cfg, H200_SHARED).unwrap();
+                let n = 1u64 << log_n;
+                let saved = |t| {
+                    multiplications(log_n, &passes, t, &without)
+                        - multiplications(log_n, &passes, t, &cfg)
+                };
+                let want = if log_n <= cfg.full_twiddle_max_log {
+                    n
+                } else {
+                    0
+                };
+                for t in Transform::ALL {
+                    assert_eq!(saved(t), want, "{cfg:?} 2^{log_n} {t:?}");
+                }
             }
         }
         // At 2^24 (8 + 8 + 8): 3 · 2^16 · (8 · 128 − 255) butterflies, 2 · 2^24 inter-pass twiddles.
@@ -1232,12 +1240,25 @@ mod tests {
             twiddle_table_bytes(24, &with),
             coarse + (32 << 6) + (16 << 24)
         );
-        // 2 GiB at a PoRep partition's 2^27 by default; above it, the fine table only.
+        // 2 GiB at a PoRep partition's 2^27 by default, 4 GiB at 2^28.
         assert_eq!(
             twiddle_table_bytes(27, &with) - twiddle_table_bytes(27, &without),
             2 << 30
         );
-        assert_eq!(twiddle_table_bytes(28, &with), coarse + (32 << 10));
+        assert_eq!(
+            twiddle_table_bytes(28, &with),
+            coarse + (32 << 10) + (16 << 28)
+        );
+        // Above full_twiddle_max_log, the fine table only.
+        let to_27 = NttConfig {
+            full_twiddle_max_log: 27,
+            ..with
+        };
+        assert_eq!(twiddle_table_bytes(28, &to_27), coarse + (32 << 10));
+        assert_eq!(
+            twiddle_table_bytes(27, &to_27),
+            twiddle_table_bytes(27, &with)
+        );
     }
 
     #[test]
