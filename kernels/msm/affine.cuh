@@ -55,16 +55,19 @@ struct msm_level_pos {
     uint32_t base, count;
 };
 
-// Level `level`'s base and count of key κ of the group starting at key k0 (entry e0).
+// Level `level`'s base and count of key κ of the group starting at key k0 (entry e0), whose
+// sorted entries are [start, end): the recurrences' closed forms, base_L(κ) = ⌊(base_0(κ) +
+// κ·(2^L − 1)) / 2^L⌋ and count_L(κ) = ⌈count_0(κ) / 2^L⌉ (a floor of a floor of halvings is
+// one floor, as for the ceilings), so that no loop, and no branch, lies between a slot's loads.
+FR_HD msm_level_pos msm_level_at(uint32_t start, uint32_t end, uint32_t e0, uint32_t kappa, uint32_t level) {
+    uint64_t span = (1ull << level) - 1;
+    return msm_level_pos{(uint32_t)(((uint64_t)(start - e0) + (uint64_t)kappa * span) >> level),
+                         (uint32_t)(((uint64_t)(end - start) + span) >> level)};
+}
+
 FR_HD msm_level_pos msm_level_of(const uint32_t* offsets, uint32_t k0, uint32_t e0, uint32_t kappa,
                                  uint32_t level) {
-    uint32_t start = offsets[k0 + kappa];
-    msm_level_pos p{start - e0, offsets[k0 + kappa + 1] - start};
-    for (uint32_t i = 0; i < level; i++) {
-        p.base = (uint32_t)(((uint64_t)p.base + kappa) >> 1);
-        p.count = (p.count >> 1) + (p.count & 1);
-    }
-    return p;
+    return msm_level_at(offsets[k0 + kappa], offsets[k0 + kappa + 1], e0, kappa, level);
 }
 
 // Affine points move as 16-byte words: a point is 96 (G1) or 192 (G2) bytes and every array of
@@ -284,16 +287,26 @@ struct msm_slot_t {
     bool valid;
 };
 
-FR_HD msm_slot_t msm_slot_of(uint32_t s, const uint32_t* keys_out, const uint32_t* offsets, uint32_t k0,
-                             uint32_t e0, uint32_t level_in) {
+// Output slot s's inputs from its key word (keys_out[s]) and its key's sorted entries [start,
+// end). For a gap (key zero) the caller may pass any in-bounds entries (key 0's): the result is
+// marked invalid.
+FR_HD msm_slot_t msm_slot_at(uint32_t s, uint32_t key, uint32_t start, uint32_t end, uint32_t e0,
+                             uint32_t level_in) {
     msm_slot_t slot;
-    uint32_t key = keys_out[s];
     slot.valid = key != 0;
-    if (!slot.valid) return slot;
     uint32_t kappa = key - 1;
-    slot.in = msm_level_of(offsets, k0, e0, kappa, level_in);
+    slot.in = msm_level_at(start, end, e0, kappa, level_in);
     slot.j = s - (uint32_t)(((uint64_t)slot.in.base + kappa) >> 1);
     return slot;
+}
+
+// Branch-free: a gap's lookups read key 0's offsets, always in bounds, so that the loads of
+// the key and of its offsets wait on nothing but each other.
+FR_HD msm_slot_t msm_slot_of(uint32_t s, const uint32_t* keys_out, const uint32_t* offsets, uint32_t k0,
+                             uint32_t e0, uint32_t level_in) {
+    uint32_t key = keys_out[s];
+    uint32_t kappa = key != 0 ? key - 1 : 0;
+    return msm_slot_at(s, key, offsets[k0 + kappa], offsets[k0 + kappa + 1], e0, level_in);
 }
 
 // Output slots per thread of the arithmetic kernels (the host's AFFINE_PER): msm_affine_pairs
@@ -359,13 +372,29 @@ __device__ __forceinline__ void msm_affine_pairs(msm_round_scratch_t<F> scratch,
     if (t >= n_threads) return;
     uint32_t e0 = offsets[k0];
     // ncu: each slot's chain of dependent loads (key, offsets, entries, points), slot after
-    // slot, left this kernel waiting on memory most of the time; the lookups of all slots first.
+    // slot, left this kernel waiting on memory most of the time; the lookups of all slots
+    // first, in phases: every slot's key, then every key's offsets (key 0's for a gap or a slot
+    // past the end, whose key reads as zero), with no branch between the loads of a phase, so
+    // that the thread waits on each phase once (sm_90 SASS: slot by slot, with a branch on
+    // each key and a loop over the level, it waited on each slot's key and offsets in turn).
     msm_slot_t slots[MSM_AFFINE_PER];
+    {
+        uint32_t key[MSM_AFFINE_PER], start[MSM_AFFINE_PER], end[MSM_AFFINE_PER];
 #pragma unroll
-    for (uint32_t k = 0; k < MSM_AFFINE_PER; k++) {
-        slots[k].valid = false;
-        uint64_t s = (uint64_t)k * n_threads + t;
-        if (k < per && s < n_out) slots[k] = msm_slot_of((uint32_t)s, keys_out, offsets, k0, e0, level_in);
+        for (uint32_t k = 0; k < MSM_AFFINE_PER; k++) {
+            uint64_t s = (uint64_t)k * n_threads + t;
+            key[k] = k < per && s < n_out ? keys_out[s] : 0;
+        }
+#pragma unroll
+        for (uint32_t k = 0; k < MSM_AFFINE_PER; k++) {
+            uint32_t kappa = key[k] != 0 ? key[k] - 1 : 0;
+            start[k] = offsets[k0 + kappa];
+            end[k] = offsets[k0 + kappa + 1];
+        }
+#pragma unroll
+        for (uint32_t k = 0; k < MSM_AFFINE_PER; k++) {
+            slots[k] = msm_slot_at(k * n_threads + t, key[k], start[k], end[k], e0, level_in);
+        }
     }
     // Where each pair's values lie: at level 0 a value is a sorted entry's base, one dependent
     // load further, so those entries are loaded for all slots before any point (ncu: the pairs
