@@ -700,8 +700,8 @@ MSM_GROUP_KERNELS(g2, fp2_t)
 // prefix with its x (msm_affine_sums) took them to 134 unbounded, three blocks; bounded, 126
 // registers and no spills (session 23: G1 2^24 sums 51.7 → 50.2 ms). G1's pairs, which
 // wait on their loads (ncu, session 14: 14.7 cycles per issued instruction on the long
-// scoreboard), run five blocks per SM (96 registers, no spills; 20 warps, against 16 at 99
-// registers unbounded): G1 2^24 pairs 22.97 → 21.84 ms, total 104.6 → 103.5 ms; six blocks
+// scoreboard), run five blocks per SM (96 registers; 20 warps, against 16 at 99 registers
+// unbounded; ptxas keeps 8 bytes on the stack, 32 since session 23's phased lookups): G1 2^24 pairs 22.97 → 21.84 ms, total 104.6 → 103.5 ms; six blocks
 // measured 22.29 ms. G2's pairs and sums are held to three blocks of POINT_BLOCK per SM (168
 // registers, 12 warps; ptxas spilled about 140 and 430 bytes then, none since sessions 12 and
 // 14; unbounded they take more than 168 registers, 8 warps): on the H200, G2 2^24 sums
