@@ -10,7 +10,7 @@
 // k and `offsets[k + 1]` the end. The keys of a group of windows [k0, k0 + n_keys) are summed
 // together, level by level. Level 0 is the sorted entries themselves; at level L the values of
 // key κ (counted from k0) are `count_L(κ)` affine points at `base_L(κ) + j` of that level's
-// array, with
+// array (every x, then every y: msm_level_t), with
 //     base_0(κ) = offsets[k0 + κ] − offsets[k0],   count_0(κ) = offsets[k0 + κ + 1] − offsets[k0 + κ],
 //     base_{L+1}(κ) = ⌊(base_L(κ) + κ) / 2⌋,      count_{L+1}(κ) = ⌈count_L(κ) / 2⌉.
 // Value j of level L + 1 is the sum of values 2j and 2j + 1 of level L (or value 2j alone, the
@@ -161,50 +161,85 @@ FR_HD void msm_soa_store(F* arr, uint64_t cap, uint64_t i, const F& v) {
 #endif
 }
 
-// Where value `idx` of level `level` lies: its point and whether its y is to be negated (a
-// sorted entry's sign at level 0).
+// The levels above 0 lie as structures of arrays: a level array of `cap` values holds every
+// value's x (cap field elements), then every value's y, so that value i's x is pts[i] and its y
+// pts[cap + i]. msm_affine_pairs reads only the x coordinates, and with each point's x and y
+// side by side it read whole points: DRAM moves 64-byte granules, and the x of two neighbouring
+// 96-byte points touch all three granules of the pair (ncu, G1 2^22, the second round's pairs:
+// 3.37 GB read for 17 M slots, the size of the whole level). The bases (level 0) are the caller's
+// affine points, y right after x.
+template <class F>
+struct msm_level_t {
+    F* x;
+    uint64_t cap;
+};
+
+// Value s of a level array, stored as its x and its y.
+template <class F>
+FR_HD void msm_store_value(msm_level_t<F> out, uint64_t s, const affine_t<F>& v) {
+    msm_store_words(&out.x[s], v.x);
+    msm_store_words(&out.x[out.cap + s], v.y);
+}
+
+template <class F>
+FR_HD affine_t<F> msm_load_value(msm_level_t<F> in, uint64_t i) {
+    return affine_t<F>{msm_load_words(&in.x[i]), msm_load_words(&in.x[in.cap + i])};
+}
+
+// Where value `idx` of level `level` lies: its x and whether its y is to be negated (a sorted
+// entry's sign at level 0). Its y lies `msm_y_step` field elements after its x: one in a base
+// point, the level's capacity in a level array.
 template <class F>
 struct msm_value_ref {
-    const affine_t<F>* p;
+    const F* x;
     bool neg;
 };
 
 template <class F>
+FR_HD uint64_t msm_y_step(uint32_t level, msm_level_t<F> pts) {
+    return level == 0 ? 1 : pts.cap;
+}
+
+template <class F>
 FR_HD msm_value_ref<F> msm_level_ref(uint32_t level, uint32_t idx, const uint64_t* sorted, uint32_t e0,
-                                     const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts) {
+                                     const affine_t<F>* bases, uint64_t base_offset, msm_level_t<F> pts) {
     if (level == 0) {
         uint32_t ref = (uint32_t)sorted[e0 + idx];
-        return msm_value_ref<F>{&bases[base_offset + (ref & MSM_KEY_MASK)], (ref & MSM_SIGN) != 0};
+        return msm_value_ref<F>{&bases[base_offset + (ref & MSM_KEY_MASK)].x, (ref & MSM_SIGN) != 0};
     }
-    return msm_value_ref<F>{&pts[idx], false};
+    return msm_value_ref<F>{&pts.x[idx], false};
 }
 
-// The value's y, and the whole value, with its sign applied.
+// The value's x, its y and the whole value, with its sign applied (y_step: msm_y_step).
 template <class F>
-FR_HD F msm_ref_y(const msm_value_ref<F>& r) {
-    return f_cneg(msm_load_words(&r.p->y), r.neg);
+FR_HD F msm_ref_x(const msm_value_ref<F>& r) {
+    return msm_load_words(r.x);
 }
 
 template <class F>
-FR_HD affine_t<F> msm_ref_value(const msm_value_ref<F>& r) {
-    affine_t<F> p = msm_load_affine(r.p);
-    p.y = f_cneg(p.y, r.neg);
-    return p;
+FR_HD F msm_ref_y(const msm_value_ref<F>& r, uint64_t y_step) {
+    return f_cneg(msm_load_words(r.x + y_step), r.neg);
+}
+
+template <class F>
+FR_HD affine_t<F> msm_ref_value(const msm_value_ref<F>& r, uint64_t y_step) {
+    return affine_t<F>{msm_ref_x(r), msm_ref_y(r, y_step)};
 }
 
 // Value `idx` of level `level`: a sorted entry's base point (sign applied) at level 0, else
-// pts[idx]. (msm_level_ref's lookup, written out: msm_affine_pairs and msm_affine_buckets were
-// measured with this form, and routing them through msm_level_ref changes their code.)
+// value idx of the level array. (msm_level_ref's lookup, written out: msm_affine_pairs and
+// msm_affine_buckets were measured with this form, and routing them through msm_level_ref
+// changes their code.)
 template <class F>
 FR_HD affine_t<F> msm_level_value(uint32_t level, uint32_t idx, const uint64_t* sorted, uint32_t e0,
-                                  const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts) {
+                                  const affine_t<F>* bases, uint64_t base_offset, msm_level_t<F> pts) {
     if (level == 0) {
         uint32_t ref = (uint32_t)sorted[e0 + idx];
         affine_t<F> p = msm_load_affine(&bases[base_offset + (ref & MSM_KEY_MASK)]);
         p.y = f_cneg(p.y, (ref & MSM_SIGN) != 0);
         return p;
     }
-    return msm_load_affine(&pts[idx]);
+    return msm_load_value(pts, idx);
 }
 
 // The inputs of output slot j of key κ: values 2j and 2j + 1 (when it exists) of the input level.
@@ -236,7 +271,7 @@ FR_HD void msm_classify(msm_pair_t<F>& p, bool has_b) {
 // Loads and classifies the pair of output slot j of key κ (input level `level`, position `in`).
 template <class F>
 FR_HD msm_pair_t<F> msm_load_pair(uint32_t level, msm_level_pos in, uint32_t j, const uint64_t* sorted, uint32_t e0,
-                                  const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts) {
+                                  const affine_t<F>* bases, uint64_t base_offset, msm_level_t<F> pts) {
     msm_pair_t<F> p;
     uint32_t ia = in.base + 2 * j;
     bool has_b = 2 * j + 1 < in.count;
@@ -333,7 +368,7 @@ FR_HD bool msm_is_chain_start(const F& v) {
 // The round threads' scratch: each output slot's prefix product, and one product per thread in
 // totals (`totals_cap` of them, word-major: msm_soa_load). The prefix products lie word-major in
 // `prefix` (`prefix_cap` of them), or, when prefix_cap is zero, in the x of each slot's point in
-// `out`, the output level, where msm_affine_sums reads it before writing the slot's sum over it
+// `out`, the output level (its x array), where msm_affine_sums reads it before writing the slot's sum over it
 // in the same thread. The host chooses (`prefix_in_output` in crates/msm/src/gpu/plan.rs): in
 // G2 the separate array is a quarter of the scratch, and without it twice as many windows fit a
 // group; in G1 the output slot's half-sector stores cost more than the groups saved (H200,
@@ -342,19 +377,19 @@ template <class F>
 struct msm_round_scratch_t {
     F* prefix;
     uint64_t prefix_cap;
-    affine_t<F>* out;
+    msm_level_t<F> out;
     F* totals;
     uint64_t totals_cap;
 
     FR_HD void store_prefix(uint64_t s, const F& v) const {
         if (prefix_cap == 0) {
-            msm_store_words(&out[s].x, v);
+            msm_store_words(&out.x[s], v);
         } else {
             msm_soa_store(prefix, prefix_cap, s, v);
         }
     }
     FR_HD F load_prefix(uint64_t s) const {
-        return prefix_cap == 0 ? msm_load_words(&out[s].x) : msm_soa_load(prefix, prefix_cap, s);
+        return prefix_cap == 0 ? msm_load_words(&out.x[s]) : msm_soa_load(prefix, prefix_cap, s);
     }
 };
 
@@ -366,7 +401,7 @@ template <class F>
 __device__ __forceinline__ void msm_affine_pairs(msm_round_scratch_t<F> scratch, const uint32_t* keys_out,
                                                  const uint32_t* offsets, uint32_t k0, uint32_t level_in,
                                                  const uint64_t* sorted, const affine_t<F>* bases,
-                                                 uint64_t base_offset, const affine_t<F>* pts_in, uint32_t n_out,
+                                                 uint64_t base_offset, msm_level_t<F> pts_in, uint32_t n_out,
                                                  uint32_t per, uint32_t n_threads) {
     uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_threads) return;
@@ -417,7 +452,10 @@ __device__ __forceinline__ void msm_affine_pairs(msm_round_scratch_t<F> scratch,
             }
         }
     }
-    const affine_t<F>* src = level_in == 0 ? bases + base_offset : pts_in;
+    // Value i's x: element 2i of the bases (x and y of each point side by side), element i of a
+    // level array.
+    const F* src_x = level_in == 0 ? &bases[base_offset].x : pts_in.x;
+    const uint32_t x_stride = level_in == 0 ? 2 : 1;
     // The product of the denominators so far (one while there are none: `started` false).
     F q = F::one();
     bool started = false;
@@ -428,8 +466,8 @@ __device__ __forceinline__ void msm_affine_pairs(msm_round_scratch_t<F> scratch,
         // as msm_classify gives. Anything else loads the whole pair and classifies it.
         if (!(paired & (1u << k))) continue;
         uint64_t s = (uint64_t)k * n_threads + t;
-        F xa = msm_load_words(&src[at[2 * k]].x);
-        F xb = msm_load_words(&src[at[2 * k + 1]].x);
+        F xa = msm_load_words(&src_x[(uint64_t)at[2 * k] * x_stride]);
+        F xb = msm_load_words(&src_x[(uint64_t)at[2 * k + 1] * x_stride]);
         F d;
         if (!xa.is_zero() && !xb.is_zero() && !f_eq(xa, xb)) {
             d = f_sub(xb, xa);
@@ -457,15 +495,15 @@ __device__ __forceinline__ void msm_affine_pairs(msm_round_scratch_t<F> scratch,
 // inversion (a value plus infinity, or P + (−P)); else true, with its kind and denominator in p.
 template <class F>
 FR_HD bool msm_classify_whole(msm_pair_t<F>& p, const F& xa, const F& xb, const msm_value_ref<F>& ra,
-                              const msm_value_ref<F>& rb, affine_t<F>* out) {
-    p.a = affine_t<F>{xa, msm_ref_y(ra)};
-    p.b = affine_t<F>{xb, msm_ref_y(rb)};
+                              const msm_value_ref<F>& rb, uint64_t y_step, msm_level_t<F> out, uint64_t s) {
+    p.a = affine_t<F>{xa, msm_ref_y(ra, y_step)};
+    p.b = affine_t<F>{xb, msm_ref_y(rb, y_step)};
     msm_classify(p, true);
     if (msm_needs_inverse(p.kind)) return true;
     affine_t<F> r = p.kind == MSM_PAIR_A   ? p.a
                     : p.kind == MSM_PAIR_B ? p.b
                                            : affine_t<F>{F::zero(), F::zero()};
-    msm_store_affine(out, r);
+    msm_store_value(out, s, r);
     return false;
 }
 
@@ -509,15 +547,16 @@ struct msm_smem_cells_t {
 // again where they are needed rather than held, since registers, not loads, bound this kernel
 // (ncu, G2 2^22: the whole pair held, 255 registers, 8 warps per SM, issue slots 28% busy).
 template <class F>
-__device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_scratch_t<F> scratch,
+__device__ __forceinline__ void msm_affine_sums(msm_level_t<F> pts_out, msm_round_scratch_t<F> scratch,
                                                 const F* inv_totals, const uint32_t* keys_out,
                                                 const uint32_t* offsets, uint32_t k0, uint32_t level_in,
                                                 const uint64_t* sorted, const affine_t<F>* bases,
-                                                uint64_t base_offset, const affine_t<F>* pts_in, uint32_t n_out,
+                                                uint64_t base_offset, msm_level_t<F> pts_in, uint32_t n_out,
                                                 uint32_t per, uint32_t n_threads) {
     uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_threads) return;
     uint32_t e0 = offsets[k0];
+    const uint64_t y_step = msm_y_step(level_in, pts_in);
     // 1 / (product of the denominators of the pairs not yet visited); in G2 in cell 1.
     F inv = msm_soa_load(inv_totals, scratch.totals_cap, t);
     msm_smem_cells_t<F> cell;
@@ -531,7 +570,7 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_
         msm_value_ref<F> ra = msm_level_ref<F>(level_in, ia, sorted, e0, bases, base_offset, pts_in);
         if (2 * slot.j + 1 >= slot.in.count) {
             // A lone value moves up as it is.
-            msm_store_affine(&pts_out[s], msm_ref_value(ra));
+            msm_store_value(pts_out, s, msm_ref_value(ra, y_step));
             continue;
         }
         msm_value_ref<F> rb = msm_level_ref<F>(level_in, ia + 1, sorted, e0, bases, base_offset, pts_in);
@@ -548,17 +587,17 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_
             F d, num;
             F pre;
             {
-                F xa = msm_load_words(&ra.p->x);
-                F xb = msm_load_words(&rb.p->x);
-                F ya = msm_ref_y(ra);
-                F yb = msm_ref_y(rb);
+                F xa = msm_ref_x(ra);
+                F xb = msm_ref_x(rb);
+                F ya = msm_ref_y(ra, y_step);
+                F yb = msm_ref_y(rb, y_step);
                 pre = scratch.load_prefix(s);
                 if (!xa.is_zero() && !xb.is_zero() && !f_eq(xa, xb)) {
                     d = f_sub(xb, xa);
                     num = f_sub(yb, ya);
                 } else {
                     msm_pair_t<F> p;
-                    if (!msm_classify_whole(p, xa, xb, ra, rb, &pts_out[s])) continue;
+                    if (!msm_classify_whole(p, xa, xb, ra, rb, y_step, pts_out, s)) continue;
                     d = p.d;
                     if (p.kind == MSM_PAIR_ADD) {
                         num = f_sub(p.b.y, p.a.y);
@@ -573,11 +612,11 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_
             const bool first = msm_is_chain_start(pre);
             F lambda = f_mul(num, first ? inv : f_mul(inv, pre));
             if (!first) inv = f_mul(inv, d);
-            F xa = msm_load_words(&ra.p->x);
+            F xa = msm_ref_x(ra);
             affine_t<F> r;
-            r.x = f_sub(f_sub(f_sqr(lambda), xa), msm_load_words(&rb.p->x));
-            r.y = f_sub(f_mul(lambda, f_sub(xa, r.x)), msm_ref_y(ra));
-            msm_store_affine(&pts_out[s], r);
+            r.x = f_sub(f_sub(f_sqr(lambda), xa), msm_ref_x(rb));
+            r.y = f_sub(f_mul(lambda, f_sub(xa, r.x)), msm_ref_y(ra, y_step));
+            msm_store_value(pts_out, s, r);
         } else {
             // G2: each multiplication is a call, which saves what its caller holds, so d and
             // num are formed where each is consumed, from the coordinates loaded again
@@ -586,11 +625,11 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_
             // made its sums 4 to 8% slower (it reloads what G1 can hold), hence the two forms.
             uint32_t kind = MSM_PAIR_ADD;
             {
-                F xa = msm_load_words(&ra.p->x);
-                F xb = msm_load_words(&rb.p->x);
+                F xa = msm_ref_x(ra);
+                F xb = msm_ref_x(rb);
                 if (xa.is_zero() || xb.is_zero() || f_eq(xa, xb)) {
                     msm_pair_t<F> p;
-                    if (!msm_classify_whole(p, xa, xb, ra, rb, &pts_out[s])) continue;
+                    if (!msm_classify_whole(p, xa, xb, ra, rb, y_step, pts_out, s)) continue;
                     kind = p.kind;
                 }
             }
@@ -604,21 +643,20 @@ __device__ __forceinline__ void msm_affine_sums(affine_t<F>* pts_out, msm_round_
                 cell.store(0, cell.load(1));
             } else {
                 cell.store(0, f_mul(cell.load(1), pre));
-                F d = kind == MSM_PAIR_ADD ? f_sub(msm_load_words(&rb.p->x), msm_load_words(&ra.p->x))
-                                           : f_dbl(msm_ref_y(ra));
+                F d = kind == MSM_PAIR_ADD ? f_sub(msm_ref_x(rb), msm_ref_x(ra)) : f_dbl(msm_ref_y(ra, y_step));
                 cell.store(1, f_mul(cell.load(1), d));
             }
             if (kind == MSM_PAIR_ADD) {
-                cell.store(0, f_mul(f_sub(msm_ref_y(rb), msm_ref_y(ra)), cell.load(0)));
+                cell.store(0, f_mul(f_sub(msm_ref_y(rb, y_step), msm_ref_y(ra, y_step)), cell.load(0)));
             } else {
-                F x2 = f_sqr(msm_load_words(&ra.p->x));
+                F x2 = f_sqr(msm_ref_x(ra));
                 cell.store(0, f_mul(f_add(f_dbl(x2), x2), cell.load(0)));
             }
-            F xa = msm_load_words(&ra.p->x);
-            F x = f_sub(f_sub(f_sqr(cell.load(0)), xa), msm_load_words(&rb.p->x));
-            msm_store_words(&pts_out[s].x, x);
-            F y = f_sub(f_mul(cell.load(0), f_sub(xa, x)), msm_ref_y(ra));
-            msm_store_words(&pts_out[s].y, y);
+            F xa = msm_ref_x(ra);
+            F x = f_sub(f_sub(f_sqr(cell.load(0)), xa), msm_ref_x(rb));
+            msm_store_words(&pts_out.x[s], x);
+            F y = f_sub(f_mul(cell.load(0), f_sub(xa, x)), msm_ref_y(ra, y_step));
+            msm_store_words(&pts_out.x[pts_out.cap + s], y);
         }
     }
 }
@@ -727,7 +765,7 @@ template <class F>
 __device__ __forceinline__ void msm_affine_buckets(xyzz_t<F>* buckets, const uint32_t* offsets, uint32_t k0,
                                                    uint32_t n_keys, uint32_t level, const uint64_t* sorted,
                                                    const affine_t<F>* bases, uint64_t base_offset,
-                                                   const affine_t<F>* pts, uint32_t fresh) {
+                                                   msm_level_t<F> pts, uint32_t fresh) {
     uint32_t kappa = blockIdx.x * blockDim.x + threadIdx.x;
     if (kappa >= n_keys) return;
     uint32_t e0 = offsets[k0];
@@ -770,23 +808,24 @@ extern "C" __global__ void msm_affine_stats(uint32_t* out, const uint32_t* offse
 
 #define MSM_AFFINE_KERNELS(G, F, SUMS_BOUNDS, PAIRS_BOUNDS)                                                 \
     extern "C" __global__ void PAIRS_BOUNDS msm_affine_pairs_##G(                                          \
-        F* prefix, affine_t<F>* pts_out, F* totals, const uint32_t* keys_out, const uint32_t* offsets,     \
-        uint32_t k0, uint32_t level_in, const uint64_t* sorted, const affine_t<F>* bases,                  \
-        uint64_t base_offset, const affine_t<F>* pts_in, uint32_t n_out, uint32_t per, uint32_t n_threads, \
-        uint32_t prefix_cap, uint32_t totals_cap) {                                                        \
-        msm_affine_pairs<F>(msm_round_scratch_t<F>{prefix, prefix_cap, pts_out, totals, totals_cap},       \
-                            keys_out, offsets, k0, level_in, sorted, bases, base_offset, pts_in, n_out,    \
-                            per, n_threads);                                                               \
+        F* prefix, F* pts_out, F* totals, const uint32_t* keys_out, const uint32_t* offsets, uint32_t k0,  \
+        uint32_t level_in, const uint64_t* sorted, const affine_t<F>* bases, uint64_t base_offset,         \
+        F* pts_in, uint32_t n_out, uint32_t per, uint32_t n_threads, uint32_t prefix_cap,                  \
+        uint32_t totals_cap, uint32_t in_cap, uint32_t out_cap) {                                          \
+        msm_level_t<F> out{pts_out, out_cap};                                                              \
+        msm_affine_pairs<F>(msm_round_scratch_t<F>{prefix, prefix_cap, out, totals, totals_cap}, keys_out, \
+                            offsets, k0, level_in, sorted, bases, base_offset, msm_level_t<F>{pts_in, in_cap}, \
+                            n_out, per, n_threads);                                                        \
     }                                                                                                      \
     extern "C" __global__ void SUMS_BOUNDS msm_affine_sums_##G(                                            \
-        affine_t<F>* pts_out, F* prefix, const F* inv_totals, const uint32_t* keys_out,                    \
-        const uint32_t* offsets, uint32_t k0, uint32_t level_in, const uint64_t* sorted,                   \
-        const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts_in, uint32_t n_out,         \
-        uint32_t per, uint32_t n_threads, uint32_t prefix_cap, uint32_t totals_cap) {                      \
-        msm_affine_sums<F>(pts_out,                                                                        \
-                           msm_round_scratch_t<F>{prefix, prefix_cap, pts_out, nullptr, totals_cap},       \
+        F* pts_out, F* prefix, const F* inv_totals, const uint32_t* keys_out, const uint32_t* offsets,     \
+        uint32_t k0, uint32_t level_in, const uint64_t* sorted, const affine_t<F>* bases,                  \
+        uint64_t base_offset, F* pts_in, uint32_t n_out, uint32_t per, uint32_t n_threads,                 \
+        uint32_t prefix_cap, uint32_t totals_cap, uint32_t in_cap, uint32_t out_cap) {                     \
+        msm_level_t<F> out{pts_out, out_cap};                                                              \
+        msm_affine_sums<F>(out, msm_round_scratch_t<F>{prefix, prefix_cap, out, nullptr, totals_cap},      \
                            inv_totals, keys_out, offsets, k0, level_in, sorted, bases, base_offset,        \
-                           pts_in, n_out, per, n_threads);                                                 \
+                           msm_level_t<F>{pts_in, in_cap}, n_out, per, n_threads);                         \
     }                                                                                                      \
     extern "C" __global__ void msm_inv_up_##G(F* pre, F* totals, const F* vals, uint32_t n, uint32_t per,   \
                                               uint32_t n_threads, uint32_t cap, uint32_t next_cap) {        \
@@ -803,7 +842,8 @@ extern "C" __global__ void msm_affine_stats(uint32_t* out, const uint32_t* offse
     }                                                                                                      \
     extern "C" __global__ void msm_affine_buckets_##G(                                                      \
         xyzz_t<F>* buckets, const uint32_t* offsets, uint32_t k0, uint32_t n_keys, uint32_t level,         \
-        const uint64_t* sorted, const affine_t<F>* bases, uint64_t base_offset, const affine_t<F>* pts,    \
-        uint32_t fresh) {                                                                                  \
-        msm_affine_buckets<F>(buckets, offsets, k0, n_keys, level, sorted, bases, base_offset, pts, fresh); \
+        const uint64_t* sorted, const affine_t<F>* bases, uint64_t base_offset, F* pts, uint32_t fresh,    \
+        uint32_t cap) {                                                                                    \
+        msm_affine_buckets<F>(buckets, offsets, k0, n_keys, level, sorted, bases, base_offset,             \
+                              msm_level_t<F>{pts, cap}, fresh);                                            \
     }

@@ -21,9 +21,11 @@ use super::GpuMsmError;
 
 /// Device memory of the batch-affine rounds (one group of windows at a time).
 pub(crate) struct AffineWorkspace<B> {
-    /// Odd levels in `points[0]`, even levels in `points[1]`; the key + 1 of each of their
-    /// slots (zero in a gap) in `keys`.
+    /// Odd levels in `points[0]`, even levels in `points[1]`, each as every value's x, then
+    /// every value's y (`point_caps` values: kernels/msm/affine.cuh, `msm_level_t`); the key + 1
+    /// of each of their slots (zero in a gap) in `keys`.
     points: [B; 2],
+    point_caps: [u32; 2],
     keys: [B; 2],
     prefix: B,
     /// Per tree level: the values to invert (level 0: the round threads' products), and their
@@ -65,6 +67,10 @@ impl<B> AffineWorkspace<B> {
             points: [
                 exec.alloc(points[0] * affine_bytes)?,
                 exec.alloc(points[1] * affine_bytes)?,
+            ],
+            point_caps: [
+                u32_arg(points[0], "level values")?,
+                u32_arg(points[1], "level values")?,
             ],
             keys: [exec.alloc(points[0] * 4)?, exec.alloc(points[1] * 4)?],
             prefix: exec.alloc(prefix.max(1) * field_bytes)?,
@@ -232,11 +238,11 @@ fn level_index(level: u32) -> usize {
     ((level + 1) % 2) as usize
 }
 
-/// The points and keys a round reads at input level `level` (level 0 reads the sorted entries;
-/// any arrays stand in for the unread ones).
-fn inputs<B>(ws: &AffineWorkspace<B>, level: u32) -> (&B, &B) {
+/// The points, their capacity and the keys a round reads at input level `level` (level 0 reads
+/// the sorted entries; any arrays stand in for the unread ones).
+fn inputs<B>(ws: &AffineWorkspace<B>, level: u32) -> (&B, u32, &B) {
     let i = if level == 0 { 1 } else { level_index(level) };
-    (&ws.points[i], &ws.keys[i])
+    (&ws.points[i], ws.point_caps[i], &ws.keys[i])
 }
 
 /// Buckets per thread of msm_affine_stats.
@@ -281,7 +287,7 @@ fn slots<E: Exec>(
     chunk: &SortedChunk<'_, E::Buf>,
     group: &Group,
 ) -> Result<(), GpuMsmError> {
-    let (_, keys_in) = inputs(ws, group.level);
+    let (_, _, keys_in) = inputs(ws, group.level);
     exec.launch(
         "msm_affine_slots",
         blocks(group.n_in, INT_BLOCK)?,
@@ -321,13 +327,14 @@ fn pairs<E: Exec, C: GpuCurve>(
 
 /// The parameters msm_affine_pairs_<g> and msm_affine_sums_<g> share, in their order after each
 /// kernel's own leading buffers: the round's slot keys, the chunk's sorted entries and bases, the
-/// round's input points, its shape and the capacities of its scratch arrays.
+/// round's input points, its shape and the capacities of its scratch arrays and of its input and
+/// output levels.
 fn round_args<'a, B>(
     ws: &'a AffineWorkspace<B>,
     chunk: &SortedChunk<'a, B>,
     group: &Group,
-) -> Result<[Arg<'a, B>; 13], GpuMsmError> {
-    let (pts_in, _) = inputs(ws, group.level);
+) -> Result<[Arg<'a, B>; 15], GpuMsmError> {
+    let (pts_in, in_cap, _) = inputs(ws, group.level);
     Ok([
         Arg::Buf(&ws.keys[level_index(group.level + 1)]),
         Arg::Buf(chunk.offsets),
@@ -342,6 +349,8 @@ fn round_args<'a, B>(
         Arg::U32(u32_arg(group.n_threads, "threads")?),
         Arg::U32(ws.prefix_cap),
         Arg::U32(ws.tree_caps[0]),
+        Arg::U32(in_cap),
+        Arg::U32(ws.point_caps[level_index(group.level + 1)]),
     ])
 }
 
@@ -469,7 +478,7 @@ fn affine_buckets<E: Exec, C: GpuCurve>(
     level: u32,
     fresh: bool,
 ) -> Result<(), GpuMsmError> {
-    let (pts, _) = inputs(ws, level);
+    let (pts, cap, _) = inputs(ws, level);
     exec.launch(
         kernels_of::<C>().affine_buckets,
         blocks(n_keys, POINT_BLOCK)?,
@@ -485,6 +494,7 @@ fn affine_buckets<E: Exec, C: GpuCurve>(
             Arg::U64(chunk.base_offset as u64),
             Arg::Buf(pts),
             Arg::U32(u32::from(fresh)),
+            Arg::U32(cap),
         ],
     )
 }
