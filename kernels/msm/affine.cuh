@@ -109,11 +109,6 @@ FR_HD void msm_store_words(T* p, const T& v) {
 #endif
 }
 
-template <class F>
-FR_HD void msm_store_affine(affine_t<F>* p, const affine_t<F>& v) {
-    msm_store_words(p, v);
-}
-
 // The rounds' scratch field elements (prefix products, the inversion tree's values) lie
 // word-major: 16-byte word w of element i of an array of `cap` elements is word w·cap + i, so
 // a warp's threads, which take consecutive elements, read and write consecutive words. Element
@@ -172,18 +167,20 @@ template <class F>
 struct msm_level_t {
     F* x;
     uint64_t cap;
+
+    FR_HD F* y_at(uint64_t i) const { return x + cap + i; }
 };
 
 // Value s of a level array, stored as its x and its y.
 template <class F>
 FR_HD void msm_store_value(msm_level_t<F> out, uint64_t s, const affine_t<F>& v) {
     msm_store_words(&out.x[s], v.x);
-    msm_store_words(&out.x[out.cap + s], v.y);
+    msm_store_words(out.y_at(s), v.y);
 }
 
 template <class F>
 FR_HD affine_t<F> msm_load_value(msm_level_t<F> in, uint64_t i) {
-    return affine_t<F>{msm_load_words(&in.x[i]), msm_load_words(&in.x[in.cap + i])};
+    return affine_t<F>{msm_load_words(&in.x[i]), msm_load_words(in.y_at(i))};
 }
 
 // Where value `idx` of level `level` lies: its x and whether its y is to be negated (a sorted
@@ -656,7 +653,7 @@ __device__ __forceinline__ void msm_affine_sums(msm_level_t<F> pts_out, msm_roun
             F x = f_sub(f_sub(f_sqr(cell.load(0)), xa), msm_ref_x(rb));
             msm_store_words(&pts_out.x[s], x);
             F y = f_sub(f_mul(cell.load(0), f_sub(xa, x)), msm_ref_y(ra, y_step));
-            msm_store_words(&pts_out.x[pts_out.cap + s], y);
+            msm_store_words(pts_out.y_at(s), y);
         }
     }
 }
