@@ -2,8 +2,9 @@
 # session 26 round 2 (device tool, carry ["target/exp25"]): `base` (aaee805, SASS for sm_90 only)
 # against `prescale` (msm_reduce scaling each level's running sums by the previous level's
 # segment, so that a level doubles by that segment alone, and G1's later levels summing the
-# input C in the loop of the running sums): blst checks first, then alternately; then every
-# msm_reduce launch's duration under ncu (G1 and G2 2^24, one MSM each after the warm-up).
+# input C in the loop of the running sums): blst checks first, then alternately; then the
+# duration of each msm_reduce launch of the last G1 and the last G2 2^24 MSM under ncu (the
+# last six launches of each kernel).
 cd "$(dirname "$0")/../../.."
 exec > >(tee $OUT/run26b.txt) 2>&1
 S=$(date +%s)
