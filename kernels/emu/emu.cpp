@@ -51,11 +51,14 @@ struct EmuKernel {
 
 static const EmuKernel emu_kernels[] = {
     EMU_KERNEL(msm_digits, false),
+    EMU_KERNEL(msm_digits_bins, true),
     EMU_KERNEL(msm_scan_tiles, true),
     EMU_KERNEL(msm_scan_add, false),
     EMU_KERNEL(msm_scatter, false),
     EMU_KERNEL(msm_sort_bins, true),
     EMU_KERNEL(msm_sort_bin_buckets, true),
+    EMU_KERNEL(msm_sort_big_count, true),
+    EMU_KERNEL(msm_sort_big_place, true),
     EMU_KERNEL(msm_affine_stats, false),
     EMU_KERNEL(msm_affine_slots, false),
     EMU_GROUP(g1),

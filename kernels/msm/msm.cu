@@ -11,11 +11,15 @@
 //    one bit for the last carry): the first `wide` windows take c bits, the rest c - 1, and a
 //    window of c - 1 bits uses the lower half of its K keys. Each non-zero digit becomes a key
 //    w·K + |d| - 1 (the bucket) with the sign in bit 31, written to keys[w·m + i], and counted in
-//    counts[key] (one atomic add per digit).
+//    counts[key] (one atomic add per digit). Where the sort runs in two passes (below, chunks
+//    whose windows' entries exceed L2), msm_digits_bins instead counts them per bin of buckets,
+//    in shared memory, and the second pass writes the buckets' offsets.
 // 2. msm_scan_tiles / msm_scan_add: exclusive prefix sum of counts (G + 1 entries, so that
-//    counts[G] ends up as the number of entries N), in tiles of 2048.
+//    counts[G] ends up as the number of entries N; of the bins' counts in two passes), in tiles
+//    of 2048.
 // 3. msm_scatter: a counting sort, one launch for all windows, or one per part of each window's
-//    buckets when a window's sorted entries exceed L2; one thread per entry. Each entry takes the
+//    buckets when a window's sorted entries exceed L2 (or the two passes, msm_sort_bins and
+//    msm_sort_bin_buckets, which are faster there); one thread per entry. Each entry takes the
 //    next free slot of its bucket (atomic add on a copy of the offsets) and writes there one
 //    64-bit word: the key above, the point reference (index, sign in bit 31) below. Within a
 //    bucket the order is arbitrary, which cannot change the result: the additions are exact.
@@ -37,7 +41,7 @@
 //    The last few sums per window and the combination of the windows are done on the host.
 //
 // Memory traffic per chunk: scalars 32·m bytes; digit keys (4·m·W bytes) and sorted entries
-// (8·m·W bytes) written and read; points gathered m·W times (96 or 192 bytes each, the dominant read); buckets
+// (8·m·W bytes; twice that in two passes) written and read; points gathered m·W times (96 or 192 bytes each, the dominant read); buckets
 // read and written once per run. The arithmetic dominates: m·W mixed additions of 10 (G1) or 28
 // (G2, in Fp multiplications) field multiplications.
 #include "curve/xyzz.cuh"
@@ -90,15 +94,14 @@ FR_HD uint32_t msm_bits(const fr_t& s, uint32_t offset, uint32_t bits) {
     return (uint32_t)(v >> shift) & ((1u << bits) - 1);
 }
 
-// keys[w·m + i] for the W digits of scalar i; counts[key] += 1 for each non-zero digit.
-// Windows [0, wide_windows) are window_bits wide, the rest window_bits - 1 (see the header).
-// One thread per point; reads 32 bytes, writes 4·W.
-extern "C" __global__ void msm_digits(uint32_t* keys, uint32_t* counts, const fr_t* scalars,
-                                      uint64_t scalar_offset, uint32_t m, uint32_t window_bits,
-                                      uint32_t n_windows, uint32_t wide_windows, uint32_t montgomery) {
-    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= m) return;
-    fr_t s = msm_reduce_scalar(scalars[scalar_offset + i]);
+// The W signed digits of scalar s (32 bytes, any 256-bit value, in Montgomery form if asked):
+// emit(w, out) for each window w in order, out = MSM_NO_DIGIT for a zero digit, else the key
+// w·half + |d| - 1 with the sign in bit 31. Windows [0, wide_windows) are window_bits wide, the
+// rest window_bits - 1 (see the header).
+template <class Emit>
+FR_HD void msm_scalar_digits(fr_t s, uint32_t window_bits, uint32_t n_windows, uint32_t wide_windows,
+                             uint32_t montgomery, Emit emit) {
+    s = msm_reduce_scalar(s);
     if (montgomery) s = fr_from_mont(s);
     bool negate = msm_above_half(s);
     if (negate) s = fr_neg(s);
@@ -119,12 +122,70 @@ extern "C" __global__ void msm_digits(uint32_t* keys, uint32_t* counts, const fr
             carry = 0;
         }
         uint32_t out = MSM_NO_DIGIT;
-        if (magnitude != 0) {
-            uint32_t key = w * half + magnitude - 1;
-            out = key | ((sign ^ (negate ? 1u : 0u)) << 31);
-            atomicAdd(&counts[key], 1u);
-        }
-        keys[(uint64_t)w * m + i] = out;
+        if (magnitude != 0) out = (w * half + magnitude - 1) | ((sign ^ (negate ? 1u : 0u)) << 31);
+        emit(w, out);
+    }
+}
+
+// keys[w·m + i] for the W digits of scalar i; counts[key] += 1 for each non-zero digit.
+// One thread per point; reads 32 bytes, writes 4·W. For the single-pass scatter, which needs
+// every bucket's count; the two-pass sort counts per bin (msm_digits_bins).
+extern "C" __global__ void msm_digits(uint32_t* keys, uint32_t* counts, const fr_t* scalars,
+                                      uint64_t scalar_offset, uint32_t m, uint32_t window_bits,
+                                      uint32_t n_windows, uint32_t wide_windows, uint32_t montgomery) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= m) return;
+    msm_scalar_digits(scalars[scalar_offset + i], window_bits, n_windows, wide_windows, montgomery,
+                      [&](uint32_t w, uint32_t out) {
+                          if (out != MSM_NO_DIGIT) atomicAdd(&counts[out & MSM_KEY_MASK], 1u);
+                          keys[(uint64_t)w * m + i] = out;
+                      });
+}
+
+// A kernel's dynamic shared memory, 16-byte aligned (the host emulator defines its own).
+#ifndef CUZK_DYNAMIC_SHARED
+#define CUZK_DYNAMIC_SHARED(T, name) extern __shared__ __align__(16) T name[]
+#endif
+
+#define MSM_DIGITS_BINS_THREADS 1024u  // threads per block of msm_digits_bins
+
+// The digits as msm_digits writes them, counted per bin of the two-pass sort (bin = key >>
+// bin_log2, 2^bin_log2 consecutive buckets of a window) rather than per bucket: each block
+// counts its digits in shared memory and adds its counts into bin_counts once, so the 4·m·W
+// bytes of keys cost about W·m shared-memory atomics and not as many global ones (which bound
+// msm_digits: 235 M of them at G1 2^24). Measured on the H200 (ncu, docs/benchmarks.md, session
+// 27): G1 2^24 2.41 -> 1.10 ms, a 2^25-point chunk 4.48 -> 2.07 ms. Block b takes the windows
+// [g·windows_per_block, ...) of group g = b / blocks_per_group, and the points [x·per_block,
+// (x + 1)·per_block) of its slot x = b % blocks_per_group, one thread per point in turn; it
+// computes every window's digit (the carries run from the lowest window up) and keeps those of
+// its windows. Dynamic shared memory: a counter per bin of its windows (4·windows_per_block·bins
+// bytes, bins = bins per window).
+extern "C" __global__ void __launch_bounds__(MSM_DIGITS_BINS_THREADS)
+    msm_digits_bins(uint32_t* keys, uint32_t* bin_counts, const fr_t* scalars, uint64_t scalar_offset,
+                    uint32_t m, uint32_t window_bits, uint32_t n_windows, uint32_t wide_windows,
+                    uint32_t montgomery, uint32_t bin_log2, uint32_t windows_per_block,
+                    uint32_t blocks_per_group, uint32_t per_block) {
+    CUZK_DYNAMIC_SHARED(uint32_t, hist);
+    uint32_t bins = (1u << (window_bits - 1)) >> bin_log2;  // per window
+    uint32_t group = blockIdx.x / blocks_per_group, slot = blockIdx.x % blocks_per_group;
+    uint32_t w_lo = group * windows_per_block;
+    uint32_t w_hi = w_lo + windows_per_block < n_windows ? w_lo + windows_per_block : n_windows;
+    uint32_t n_hist = (w_hi - w_lo) * bins, bin0 = w_lo * bins;
+    for (uint32_t j = threadIdx.x; j < n_hist; j += blockDim.x) hist[j] = 0;
+    __syncthreads();
+    uint64_t lo = (uint64_t)slot * per_block, hi = lo + per_block < m ? lo + per_block : m;
+    for (uint64_t p = lo + threadIdx.x; p < hi; p += blockDim.x) {
+        uint32_t i = (uint32_t)p;
+        msm_scalar_digits(scalars[scalar_offset + i], window_bits, n_windows, wide_windows, montgomery,
+                          [&](uint32_t w, uint32_t out) {
+                              if (w < w_lo || w >= w_hi) return;
+                              if (out != MSM_NO_DIGIT) atomicAdd(&hist[((out & MSM_KEY_MASK) >> bin_log2) - bin0], 1u);
+                              keys[(uint64_t)w * m + i] = out;
+                          });
+    }
+    __syncthreads();
+    for (uint32_t j = threadIdx.x; j < n_hist; j += blockDim.x) {
+        if (hist[j] != 0) atomicAdd(&bin_counts[bin0 + j], hist[j]);
     }
 }
 
@@ -214,28 +275,97 @@ extern "C" __global__ void msm_scatter(uint64_t* sorted, uint32_t* cursor, const
 // (MsmPlan::sort_bins, crates/msm/src/gpu/plan.rs), in place of msm_scatter's parts. The
 // single-pass scatter writes each 8-byte entry at a random place of its window's output, which
 // leaves L2 in partly written sectors unless the output is cut into parts that fit it, and each
-// part reads the window's keys again (docs/benchmarks.md, sessions 5, 14 and 17). Here:
+// part reads the window's keys again (docs/benchmarks.md, sessions 5, 14 and 17). The buckets
+// are grouped in bins of 2^bin_log2 consecutive ones (`bins` per window, n_bins in all; bin i
+// holds the keys [i << bin_log2, (i + 1) << bin_log2)). Here:
+// 0. msm_digits_bins counts the digits per bin (not per bucket), and bin_offsets is the
+//    exclusive prefix sum of those counts (n_bins + 1 entries: the last is the number of
+//    entries).
 // 1. msm_sort_bins: each block takes a tile of keys of one window and groups its entries by bin
-//    (`bins` ranges of 2^bin_log2 consecutive buckets of the window) in shared memory, claims room in each bin's range of `binned` (bin_fill,
-//    zeroed beforehand, counts what earlier tiles claimed; a bin's range starts where its first
-//    bucket's does, offsets[...]) and writes each bin's entries there as one run.
-// 2. msm_sort_bin_buckets: each block takes whole bins, one after another, orders each bin's
-//    entries by bucket in shared memory (ranked by atomics on per-bucket counters there) and
-//    writes them out in order. Sorting a bin in place in `sorted` instead, each entry to its
-//    bucket's next place, wrote half as many bytes again as it needed (partly written sectors)
-//    and made the two passes slower than msm_scatter (session 17).
+//    in shared memory, claims room in each bin's range of `binned` (bin_fill, zeroed
+//    beforehand, counts what earlier tiles claimed; a bin's range starts at bin_offsets[bin])
+//    and writes each bin's entries there as one run.
+// 2. msm_sort_bin_buckets: each block takes whole bins, one after another, counts each bin's
+//    entries per bucket in shared memory, writes its buckets' offsets (the sort's output beside
+//    the entries: offsets[key], the first entry of bucket key, G + 1 of them), orders the
+//    entries by bucket in shared memory and writes them out in order. Sorting a bin in place in
+//    `sorted` instead, each entry to its bucket's next place, wrote half as many bytes again as
+//    it needed (partly written sectors) and made the two passes slower than msm_scatter
+//    (session 17). A bin of more entries than the stage holds (skewed scalars: digits that
+//    crowd a few buckets) is shared by every block instead: msm_sort_big_count counts its
+//    entries per bucket (in `cursor`, zeroed beforehand), msm_sort_bin_buckets turns those
+//    counts into the buckets' offsets, and msm_sort_big_place puts each entry at its bucket's
+//    next place through `cursor`, as msm_scatter does, which is correct for any distribution.
+//    (One block per such bin serialised it: G1 2^24 with scalars below 2^8, whose lowest
+//    window's digits fill one bin, sorted in 21.8 ms, shared 3.1 ms; session 19.)
 // The entries are those msm_scatter writes (key << 32 | point reference), in each bucket in an
-// order that varies from run to run (as msm_scatter's atomics leave it); the bucket sums do not
-// depend on it. Any distribution of the keys is sorted correctly; one bucket holding most
-// entries makes the first pass's shared-memory atomics on its bin queue, and its bin goes to the
-// second pass's shared path (below).
+// order that varies from run to run (as the atomics leave it); the bucket sums do not depend on
+// it. Any distribution of the keys is sorted correctly; one bucket holding most entries makes
+// the shared-memory atomics on its bin queue, and its bin goes the shared way.
 #define MSM_BIN_PER 16u            // keys per thread of msm_sort_bins: a tile is MSM_BIN_PER·blockDim.x
 #define MSM_BIN_MAX_THREADS 1024u  // the most threads of a msm_sort_bins block
+#define MSM_BIG_BINS 1024u         // bins a block looks at together for big ones
 
-// A kernel's dynamic shared memory, 16-byte aligned (the host emulator defines its own).
-#ifndef CUZK_DYNAMIC_SHARED
-#define CUZK_DYNAMIC_SHARED(T, name) extern __shared__ __align__(16) T name[]
+// out[b] = base + in[0] + ... + in[b - 1] for b < n, by the whole block (blockDim.x a multiple
+// of 32, at most MSM_BIN_MAX_THREADS; `in` may be `out`): thread t takes the entries [t·per,
+// t·per + per), per = ⌈n / blockDim.x⌉, and the threads' sums are scanned in `scratch` (shared,
+// MSM_BIN_MAX_THREADS entries). Returns in[0] + ... + in[n - 1] to every thread. Begins and
+// ends with the block synchronised (in must be complete when it is called).
+__device__ __forceinline__ uint32_t msm_block_scan(const uint32_t* in, uint32_t* out, uint32_t n, uint32_t base,
+                                                   uint32_t* scratch) {
+    uint32_t tid = threadIdx.x, threads = blockDim.x;
+    uint32_t per = (n + threads - 1) / threads;
+    uint32_t lo = tid * per < n ? tid * per : n;
+    uint32_t hi = lo + per < n ? lo + per : n;
+    uint32_t local = 0;
+    for (uint32_t b = lo; b < hi; b++) local += in[b];
+    uint32_t before, total;
+#if defined(__CUDA_ARCH__)
+    // Within each warp by shuffles, then across the warps' sums (one warp): two barriers.
+    uint32_t lane = tid & 31, warp = tid >> 5, warps = threads >> 5;
+    uint32_t inclusive = local;
+#pragma unroll
+    for (uint32_t d = 1; d < 32; d <<= 1) {
+        uint32_t v = __shfl_up_sync(0xffffffffu, inclusive, d);
+        if (lane >= d) inclusive += v;
+    }
+    if (lane == 31) scratch[warp] = inclusive;
+    __syncthreads();
+    if (warp == 0) {
+        uint32_t sum = lane < warps ? scratch[lane] : 0, scanned = sum;
+#pragma unroll
+        for (uint32_t d = 1; d < 32; d <<= 1) {
+            uint32_t v = __shfl_up_sync(0xffffffffu, scanned, d);
+            if (lane >= d) scanned += v;
+        }
+        if (lane < warps) scratch[lane] = scanned - sum;
+        if (lane == 31) scratch[32] = scanned;
+    }
+    __syncthreads();
+    before = scratch[warp] + inclusive - local;
+    total = scratch[32];
+#else
+    // Hillis–Steele over the threads' sums (the host emulator has no shuffles).
+    scratch[tid] = local;
+    __syncthreads();
+    for (uint32_t offset = 1; offset < threads; offset <<= 1) {
+        uint32_t add = tid >= offset ? scratch[tid - offset] : 0;
+        __syncthreads();
+        scratch[tid] += add;
+        __syncthreads();
+    }
+    before = scratch[tid] - local;
+    total = scratch[threads - 1];
 #endif
+    uint32_t run = base + before;
+    for (uint32_t b = lo; b < hi; b++) {
+        uint32_t c = in[b];
+        out[b] = run;
+        run += c;
+    }
+    __syncthreads();  // scratch is reused by the next scan
+    return total;
+}
 
 // Pass 1, block b: tile b % tiles_per_window of window b / tiles_per_window (keys[w·m ..]), of
 // MSM_BIN_PER·blockDim.x keys (blockDim.x a power of two, at least 32, at most
@@ -243,10 +373,10 @@ extern "C" __global__ void msm_scatter(uint64_t* sorted, uint32_t* cursor, const
 // bins << bin_log2. Dynamic shared memory: the tile's entries, then three counters per bin
 // (8·MSM_BIN_PER·blockDim.x + 12·bins bytes).
 extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
-    msm_sort_bins(uint64_t* binned, uint32_t* bin_fill, const uint32_t* offsets, const uint32_t* keys, uint32_t m,
-                  uint32_t tiles_per_window, uint32_t bin_log2, uint32_t bins) {
+    msm_sort_bins(uint64_t* binned, uint32_t* bin_fill, const uint32_t* bin_offsets, const uint32_t* keys,
+                  uint32_t m, uint32_t tiles_per_window, uint32_t bin_log2, uint32_t bins) {
     CUZK_DYNAMIC_SHARED(uint64_t, stage);
-    __shared__ uint32_t scan[MSM_BIN_MAX_THREADS];
+    __shared__ uint32_t scratch[MSM_BIN_MAX_THREADS];
     uint32_t tid = threadIdx.x, threads = blockDim.x, tile = MSM_BIN_PER * threads;
     uint32_t* count = reinterpret_cast<uint32_t*>(stage + tile);  // entries of each bin in this tile
     uint32_t* start = count + bins;                               // their first place in `stage`
@@ -269,28 +399,10 @@ extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
         if (v[r] != MSM_NO_DIGIT) rank[r] = atomicAdd(&count[((v[r] & MSM_KEY_MASK) - key0) >> bin_log2], 1u);
     }
     __syncthreads();
-    // Exclusive prefix sum of the counts: thread t sums bins [t·per, t·per + per), the threads'
-    // sums are scanned in shared memory (Hillis–Steele), and each thread writes its bins' starts.
-    uint32_t per = (bins + threads - 1) / threads;
-    uint32_t lo = tid * per < bins ? tid * per : bins;
-    uint32_t hi = lo + per < bins ? lo + per : bins;
-    uint32_t local = 0;
-    for (uint32_t b = lo; b < hi; b++) local += count[b];
-    scan[tid] = local;
-    __syncthreads();
-    for (uint32_t offset = 1; offset < threads; offset <<= 1) {
-        uint32_t add = tid >= offset ? scan[tid - offset] : 0;
-        __syncthreads();
-        scan[tid] += add;
-        __syncthreads();
+    uint32_t total = msm_block_scan(count, start, bins, 0, scratch);
+    for (uint32_t b = tid; b < bins; b += threads) {
+        if (count[b] != 0) dest[b] = bin_offsets[w * bins + b] + atomicAdd(&bin_fill[w * bins + b], count[b]);
     }
-    uint32_t run = scan[tid] - local;
-    for (uint32_t b = lo; b < hi; b++) {
-        start[b] = run;
-        run += count[b];
-        if (count[b] != 0) dest[b] = offsets[key0 + (b << bin_log2)] + atomicAdd(&bin_fill[w * bins + b], count[b]);
-    }
-    __syncthreads();
 #pragma unroll
     for (uint32_t r = 0; r < MSM_BIN_PER; r++) {
         if (v[r] != MSM_NO_DIGIT) {
@@ -301,7 +413,6 @@ extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
     }
     __syncthreads();
     // Consecutive threads write consecutive entries of a bin's run.
-    uint32_t total = scan[threads - 1];
     for (uint32_t j = tid; j < total; j += threads) {
         uint64_t e = stage[j];
         uint32_t b = ((uint32_t)(e >> 32) - key0) >> bin_log2;
@@ -326,61 +437,110 @@ __device__ __forceinline__ uint32_t msm_claim(uint32_t* cursor, uint32_t key) {
 #endif
 }
 
-#define MSM_BIG_BINS 1024u  // bins a block of msm_sort_bin_buckets looks at together for big ones
+// Whether bin `bin` holds more entries than the second pass's stage (`cap`).
+__device__ __forceinline__ bool msm_big_bin(const uint32_t* bin_offsets, uint32_t bin, uint32_t cap) {
+    return bin_offsets[bin + 1] - bin_offsets[bin] > cap;
+}
 
-// Pass 2: block b takes bins b, b + gridDim.x, ... of the n_bins (all windows': bin i holds the
-// keys [i << bin_log2, (i + 1) << bin_log2)). Dynamic shared memory:
-// `cap` entries, then one counter per bucket of a bin (8·cap + 4·2^bin_log2 bytes). A bin of at
-// most `cap` entries is sorted there and written out in order, in whole sectors. A larger one
-// (a skewed distribution of the scalars: digits that crowd a few buckets) is shared by every
-// block: each takes a grid-wide stride of its entries and puts each at its bucket's next place
-// through `cursor` (each bucket's first place beforehand, as msm_scatter's), which is correct
-// for any distribution. (One block per such bin serialised it: G1 2^24 with scalars below 2^8,
-// whose lowest window's digits fill one bin, sorted in 21.8 ms, shared 3.1 ms; session 19.)
-// Any block size up to MSM_BIN_MAX_THREADS.
+// f(bin) for each bin over the stage, in every thread of the block, MSM_BIG_BINS bins at a time:
+// listed together in `big` (shared, MSM_BIG_BINS entries; *n_big their number), then done.
+template <class F>
+__device__ __forceinline__ void msm_each_big_bin(const uint32_t* bin_offsets, uint32_t n_bins, uint32_t cap,
+                                                 uint32_t* big, uint32_t* n_big, F f) {
+    for (uint32_t first = 0; first < n_bins; first += MSM_BIG_BINS) {
+        if (threadIdx.x == 0) *n_big = 0;
+        __syncthreads();
+        for (uint32_t i = threadIdx.x; i < MSM_BIG_BINS && first + i < n_bins; i += blockDim.x) {
+            if (msm_big_bin(bin_offsets, first + i, cap)) big[atomicAdd(n_big, 1u)] = first + i;
+        }
+        __syncthreads();
+        for (uint32_t b = 0; b < *n_big; b++) f(big[b]);
+        __syncthreads();  // n_big and the list are reused by the next bins
+    }
+}
+
+// The bins over the stage, before the second pass: each entry counted in its bucket's
+// cursor[key] (zeroed beforehand), each bin's entries shared out over the grid.
 extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
-    msm_sort_bin_buckets(uint64_t* sorted, uint32_t* cursor, const uint64_t* binned, const uint32_t* offsets,
-                         uint32_t bin_log2, uint32_t n_bins, uint32_t cap) {
-    CUZK_DYNAMIC_SHARED(uint64_t, stage);
+    msm_sort_big_count(uint32_t* cursor, const uint64_t* binned, const uint32_t* bin_offsets, uint32_t n_bins,
+                       uint32_t cap) {
     __shared__ uint32_t big[MSM_BIG_BINS];
     __shared__ uint32_t n_big;
-    uint32_t* rank = reinterpret_cast<uint32_t*>(stage + cap);
+    uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    msm_each_big_bin(bin_offsets, n_bins, cap, big, &n_big, [&](uint32_t bin) {
+        uint32_t lo = bin_offsets[bin], n = bin_offsets[bin + 1] - lo;
+        for (uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) {
+            msm_claim(cursor, (uint32_t)(binned[lo + j] >> 32));
+        }
+    });
+}
+
+// Pass 2: block b takes bins b, b + gridDim.x, ... of the n_bins (all windows'). Dynamic shared
+// memory: `cap` entries, then one counter per bucket of a bin (8·cap + 4·2^bin_log2 bytes). A bin
+// of at most `cap` entries is counted per bucket, its buckets' offsets written, and its entries
+// sorted in the stage and written out in order, in whole sectors; the bin's entries are read
+// twice (to count, then to place), the second time mostly from L2 (G1 2^24: 1.74 ms when
+// msm_digits counted per bucket, 2.12 ms counting here; session 27). A larger one's counts, which
+// msm_sort_big_count left in `cursor`, become its buckets' offsets, in `offsets` and in `cursor`
+// (where msm_sort_big_place claims places). Every entry of `offsets` is written, the last
+// (offsets[n_bins << bin_log2]) the number of entries. Any block size up to
+// MSM_BIN_MAX_THREADS, a multiple of 32.
+extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
+    msm_sort_bin_buckets(uint64_t* sorted, uint32_t* offsets, uint32_t* cursor, const uint64_t* binned,
+                         const uint32_t* bin_offsets, uint32_t bin_log2, uint32_t n_bins, uint32_t cap) {
+    CUZK_DYNAMIC_SHARED(uint64_t, stage);
+    __shared__ uint32_t big[MSM_BIG_BINS];  // the bins over the stage
+    __shared__ uint32_t n_big;
+    __shared__ uint32_t scratch[MSM_BIN_MAX_THREADS];  // the scans'
+    uint32_t* place = reinterpret_cast<uint32_t*>(stage + cap);
     uint32_t keys = 1u << bin_log2;
+    if (blockIdx.x == 0 && threadIdx.x == 0) offsets[n_bins << bin_log2] = bin_offsets[n_bins];
     for (uint32_t bin = blockIdx.x; bin < n_bins; bin += gridDim.x) {
         uint32_t k0 = bin << bin_log2;
-        uint32_t lo = offsets[k0], n = offsets[k0 + keys] - lo;
-        if (n > cap) continue;  // below, with every block
-        for (uint32_t k = threadIdx.x; k < keys; k += blockDim.x) rank[k] = 0;
+        uint32_t lo = bin_offsets[bin], n = bin_offsets[bin + 1] - lo;
+        if (n > cap) continue;  // below
+        for (uint32_t k = threadIdx.x; k < keys; k += blockDim.x) place[k] = 0;
         __syncthreads();
         for (uint32_t j = threadIdx.x; j < n; j += blockDim.x) {
+            atomicAdd(&place[(uint32_t)(binned[lo + j] >> 32) - k0], 1u);
+        }
+        __syncthreads();
+        msm_block_scan(place, place, keys, 0, scratch);
+        for (uint32_t k = threadIdx.x; k < keys; k += blockDim.x) offsets[k0 + k] = lo + place[k];
+        __syncthreads();  // the counters become the buckets' next places below
+        for (uint32_t j = threadIdx.x; j < n; j += blockDim.x) {
             uint64_t e = binned[lo + j];
-            uint32_t key = (uint32_t)(e >> 32);
-            stage[offsets[key] - lo + atomicAdd(&rank[key - k0], 1u)] = e;
+            stage[atomicAdd(&place[(uint32_t)(e >> 32) - k0], 1u)] = e;
         }
         __syncthreads();
         for (uint32_t j = threadIdx.x; j < n; j += blockDim.x) sorted[lo + j] = stage[j];
         __syncthreads();  // the counters and the stage are reused by the next bin
     }
-    // The bins over the stage, MSM_BIG_BINS bins at a time: listed together, then shared out.
+    // The big bins' offsets, each bin by one block (its counts are read, then overwritten).
+    msm_each_big_bin(bin_offsets, n_bins, cap, big, &n_big, [&](uint32_t bin) {
+        if (bin % gridDim.x != blockIdx.x) return;
+        uint32_t k0 = bin << bin_log2;
+        msm_block_scan(cursor + k0, cursor + k0, keys, bin_offsets[bin], scratch);
+        for (uint32_t k = threadIdx.x; k < keys; k += blockDim.x) offsets[k0 + k] = cursor[k0 + k];
+    });
+}
+
+// The bins over the stage, after the second pass: each entry at its bucket's next place, from
+// the bucket's first (cursor[key], which the second pass set), each bin's entries shared out
+// over the grid.
+extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
+    msm_sort_big_place(uint64_t* sorted, uint32_t* cursor, const uint64_t* binned, const uint32_t* bin_offsets,
+                       uint32_t n_bins, uint32_t cap) {
+    __shared__ uint32_t big[MSM_BIG_BINS];
+    __shared__ uint32_t n_big;
     uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-    for (uint32_t first = 0; first < n_bins; first += MSM_BIG_BINS) {
-        if (threadIdx.x == 0) n_big = 0;
-        __syncthreads();
-        for (uint32_t i = threadIdx.x; i < MSM_BIG_BINS && first + i < n_bins; i += blockDim.x) {
-            uint32_t k0 = (first + i) << bin_log2;
-            if (offsets[k0 + keys] - offsets[k0] > cap) big[atomicAdd(&n_big, 1u)] = first + i;
+    msm_each_big_bin(bin_offsets, n_bins, cap, big, &n_big, [&](uint32_t bin) {
+        uint32_t lo = bin_offsets[bin], n = bin_offsets[bin + 1] - lo;
+        for (uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) {
+            uint64_t e = binned[lo + j];
+            sorted[msm_claim(cursor, (uint32_t)(e >> 32))] = e;
         }
-        __syncthreads();
-        for (uint32_t b = 0; b < n_big; b++) {
-            uint32_t k0 = big[b] << bin_log2;
-            uint32_t lo = offsets[k0], n = offsets[k0 + keys] - lo;
-            for (uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) {
-                uint64_t e = binned[lo + j];
-                sorted[msm_claim(cursor, (uint32_t)(e >> 32))] = e;
-            }
-        }
-        __syncthreads();  // n_big and the list are reused by the next bins
-    }
+    });
 }
 
 // buckets[key] += acc (skipped for infinity).

@@ -13,7 +13,8 @@
 //! `--no-affine` the resident runs with the bucket sums the default plan does not use (the
 //! default plan has batch-affine sums from 2^20 points, XYZZ below); `--scatter-region BYTES` sets the sorted entries one
 //! scatter launch may write, 0 for no limit, instead of the device's L2; `--window-bits C`
-//! replaces the planner's window width; `--window-sweep` also times the resident MSM with the
+//! replaces the planner's window width; `--resident-chunk N` the resident plan's largest chunk
+//! (its window then chosen for that many chunks); `--window-sweep` also times the resident MSM with the
 //! windows from two below to one above the plan's; `--streamed-chunk N` and
 //! `--streamed-window-bits C` replace the streamed plan's chunk length and window;
 //! `--streamed-first-chunk N` the streamed plan's first chunk, at most a chunk;
@@ -56,6 +57,7 @@ struct Args {
     affine: bool,
     scatter_region: Option<usize>,
     window_bits: Option<u32>,
+    resident_chunk: Option<usize>,
     window_sweep: bool,
     streamed_chunk: Option<usize>,
     streamed_window_bits: Option<u32>,
@@ -139,6 +141,10 @@ fn parse_args() -> Args {
         affine: !argv.iter().any(|a| a == "--no-affine"),
         scatter_region: get("--scatter-region").map(|v| v.parse().expect("a number of bytes")),
         window_bits: get("--window-bits").map(|v| v.parse().expect("a window width")),
+        resident_chunk: get("--resident-chunk").map(|v| {
+            let n: usize = v.parse().expect("points per chunk");
+            n.max(1)
+        }),
         window_sweep: argv.iter().any(|a| a == "--window-sweep"),
         streamed_chunk: get("--streamed-chunk").map(|v| v.parse().expect("points per chunk")),
         streamed_window_bits: get("--streamed-window-bits")
@@ -308,9 +314,12 @@ fn bench_group<C: GpuCurve>(
         let bases = &all_bases[..n];
         let scalars = &all_scalars[..n];
         let mut plan = gpu.plan(n, C::GROUP);
+        let chunk = args.resident_chunk.unwrap_or(DEFAULT_RESIDENT_CHUNK);
         if let Some(c) = args.window_bits {
-            let p =
-                MsmPlan::with_window_bits(n, C::GROUP, plan.sm_count, c, DEFAULT_RESIDENT_CHUNK);
+            let p = MsmPlan::with_window_bits(n, C::GROUP, plan.sm_count, c, chunk);
+            plan = same_layout(&plan, p).with_accumulation(plan.accumulation);
+        } else if args.resident_chunk.is_some() {
+            let p = MsmPlan::for_chunks(n, C::GROUP, plan.sm_count, chunk);
             plan = same_layout(&plan, p).with_accumulation(plan.accumulation);
         }
         if let Some(region) = args.scatter_region {

@@ -111,11 +111,14 @@ pub(crate) fn kernels_of<C: GpuCurve>() -> &'static GroupKernels {
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) const KERNEL_NAMES: &[&str] = &[
     "msm_digits",
+    "msm_digits_bins",
     "msm_scan_tiles",
     "msm_scan_add",
     "msm_scatter",
     "msm_sort_bins",
     "msm_sort_bin_buckets",
+    "msm_sort_big_count",
+    "msm_sort_big_place",
     "msm_affine_stats",
     "msm_affine_slots",
     "msm_accumulate_g1",

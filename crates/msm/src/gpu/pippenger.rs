@@ -18,7 +18,8 @@ use super::affine::{self, AffineWorkspace, SortedChunk};
 use super::curve::{kernels_of, GpuCurve};
 use super::exec::{blocks, u32_arg, Arg, Exec};
 use super::plan::{
-    Accumulation, MsmPlan, SortBins, INT_BLOCK, MERGE_SEG, POINT_BLOCK, SCATTER_PER,
+    Accumulation, MsmPlan, SortBins, DIGITS_BINS_THREADS, INT_BLOCK, MERGE_SEG, POINT_BLOCK,
+    SCATTER_PER,
 };
 use super::{GpuMsmError, ScalarForm};
 use crate::reference::combine_windows_of_widths;
@@ -47,10 +48,19 @@ struct Workspace<B> {
     scan: Vec<B>,
     keys: B,
     sorted: B,
-    /// The two-pass sort's entries grouped by bin and its bins' fill counts, when the plan
-    /// sorts in two passes ([`MsmPlan::sort_bins`]).
-    bins: Option<(B, B)>,
+    /// The two-pass sort's scratch, when the plan sorts in two passes ([`MsmPlan::sort_bins`]).
+    bins: Option<BinScratch<B>>,
     sums: BucketSums<B>,
+}
+
+/// Device memory of the two-pass sort.
+struct BinScratch<B> {
+    /// The entries grouped by bin (msm_sort_bins).
+    binned: B,
+    /// Entries of each bin the first pass has placed.
+    fill: B,
+    /// Each bin's digits (msm_digits_bins), then their exclusive prefix sum: `n_bins + 1`.
+    offsets: B,
 }
 
 /// The scratch of the bucket sums, by [`Accumulation`].
@@ -96,10 +106,14 @@ impl<B> Workspace<B> {
             keys: exec.alloc(4 * entries)?,
             sorted: exec.alloc(8 * entries)?,
             bins: match plan.sort_bins() {
-                Some(s) => Some((
-                    exec.alloc(8 * entries)?,
-                    exec.alloc(4 * s.bins * plan.n_windows as usize)?,
-                )),
+                Some(s) => {
+                    let n_bins = s.bins * plan.n_windows as usize;
+                    Some(BinScratch {
+                        binned: exec.alloc(8 * entries)?,
+                        fill: exec.alloc(4 * n_bins)?,
+                        offsets: exec.alloc(4 * (n_bins + 1))?,
+                    })
+                }
                 None => None,
             },
             sums,
@@ -281,7 +295,9 @@ pub(crate) fn msm<E: Exec, C: GpuCurve>(
 }
 
 /// Sorts one chunk's digits by bucket (the scalars alone): `ws.sorted`, with each bucket's first
-/// entry in `ws.counts`.
+/// entry in `ws.counts`. In two passes where the plan says so ([`MsmPlan::sort_bins`]): the
+/// digits counted per bin, then grouped by bin, then ordered by bucket within each bin (which
+/// writes the buckets' offsets); else counted per bucket and scattered in one pass.
 fn sort_chunk<E: Exec>(
     exec: &E,
     plan: &MsmPlan,
@@ -290,18 +306,30 @@ fn sort_chunk<E: Exec>(
     m: usize,
     form: ScalarForm,
 ) -> Result<(), GpuMsmError> {
-    let g = plan.total_buckets();
-    exec.zero(&mut ws.counts)?;
-    msm_digits(exec, ws, scalars, scalar_offset, m, plan, form)?;
-    exec.mark("digits")?;
-    let (first, rest) = ws.scan.split_first_mut().expect("at least one scan level");
-    scan(exec, &mut ws.counts, g + 1, first, rest)?;
-    match plan.sort_bins() {
-        Some(bins) => {
+    let digits = DigitsArgs {
+        scalars,
+        scalar_offset,
+        m,
+        form,
+    };
+    match (plan.sort_bins(), ws.bins.as_mut()) {
+        (Some(bins), Some(scratch)) => {
+            let n_bins = bins.bins * plan.n_windows as usize;
+            exec.zero(&mut scratch.offsets)?;
+            msm_digits_bins(exec, &ws.keys, scratch, &digits, plan, bins)?;
+            exec.mark("digits")?;
+            let (first, rest) = ws.scan.split_first_mut().expect("at least one scan level");
+            scan(exec, &mut scratch.offsets, n_bins + 1, first, rest)?;
             exec.mark("scan")?;
             msm_sort_two_passes(exec, ws, m, plan, bins)?;
         }
-        None => {
+        _ => {
+            let g = plan.total_buckets();
+            exec.zero(&mut ws.counts)?;
+            msm_digits(exec, ws, &digits, plan)?;
+            exec.mark("digits")?;
+            let (first, rest) = ws.scan.split_first_mut().expect("at least one scan level");
+            scan(exec, &mut ws.counts, g + 1, first, rest)?;
             exec.copy(&ws.counts, &mut ws.cursor)?;
             exec.mark("scan")?;
             msm_scatter(exec, ws, m, plan)?;
@@ -310,8 +338,38 @@ fn sort_chunk<E: Exec>(
     exec.mark("scatter")
 }
 
-/// msm_sort_bins then msm_sort_bin_buckets: the counting sort in two passes, cut as `bins`
-/// says ([`MsmPlan::sort_bins`]), for a chunk of `m` points.
+/// What the digits kernels read: a chunk of `m` scalars at `scalar_offset` of `scalars`.
+struct DigitsArgs<'a, B> {
+    scalars: &'a B,
+    scalar_offset: usize,
+    m: usize,
+    form: ScalarForm,
+}
+
+impl<B> DigitsArgs<'_, B> {
+    /// The kernels' arguments after the output buffers: scalars, their offset, the chunk's
+    /// points, the windows and whether the scalars are in Montgomery form.
+    fn args<'s>(&'s self, plan: &MsmPlan) -> Result<[Arg<'s, B>; 6], GpuMsmError> {
+        Ok([
+            Arg::Buf(self.scalars),
+            Arg::U64(self.scalar_offset as u64),
+            Arg::U32(u32_arg(self.m, "points per chunk")?),
+            Arg::U32(plan.window_bits),
+            Arg::U32(plan.n_windows),
+            Arg::U32(plan.wide_windows()),
+        ])
+    }
+
+    fn montgomery(&self) -> u32 {
+        u32::from(self.form == ScalarForm::Montgomery)
+    }
+}
+
+/// The three launches of the two-pass sort after the bins' offsets: msm_sort_bins groups the
+/// entries by bin, msm_sort_bin_buckets orders each bin by bucket and writes the buckets'
+/// offsets, with msm_sort_big_count before it and msm_sort_big_place after it for bins over its
+/// stage (skewed scalars; with none, they only look at the bins' sizes). Cut as `bins` says
+/// ([`MsmPlan::sort_bins`]), for a chunk of `m` points.
 fn msm_sort_two_passes<E: Exec>(
     exec: &E,
     ws: &mut Workspace<E::Buf>,
@@ -319,8 +377,8 @@ fn msm_sort_two_passes<E: Exec>(
     plan: &MsmPlan,
     bins: SortBins,
 ) -> Result<(), GpuMsmError> {
-    let (binned, fill) = ws.bins.as_mut().expect("allocated for a plan with bins");
-    exec.zero(fill)?;
+    let scratch = ws.bins.as_mut().expect("allocated for a plan with bins");
+    exec.zero(&mut scratch.fill)?;
     let tiles = m.div_ceil(bins.tile());
     let windows = plan.n_windows as usize;
     exec.launch_shared(
@@ -329,9 +387,9 @@ fn msm_sort_two_passes<E: Exec>(
         bins.tile_threads,
         u32_arg(bins.tile_shared_bytes(), "sort tile shared memory")?,
         &[
-            Arg::Buf(binned),
-            Arg::Buf(fill),
-            Arg::Buf(&ws.counts),
+            Arg::Buf(&scratch.binned),
+            Arg::Buf(&scratch.fill),
+            Arg::Buf(&scratch.offsets),
             Arg::Buf(&ws.keys),
             Arg::U32(u32_arg(m, "points per chunk")?),
             Arg::U32(u32_arg(tiles, "tiles per window")?),
@@ -339,26 +397,56 @@ fn msm_sort_two_passes<E: Exec>(
             Arg::U32(u32_arg(bins.bins, "bins")?),
         ],
     )?;
-    // Bins over the second pass's stage put their entries at their buckets' next places, as
-    // msm_scatter does: the cursors start at the buckets' offsets.
-    exec.copy(&ws.counts, &mut ws.cursor)?;
     // As many blocks as the device holds at once: each takes every grid-th bin.
-    let n_bins = bins.bins * windows;
+    let n_bins = u32_arg(bins.bins * windows, "bins")?;
+    let cap = u32_arg(bins.stage_cap, "sort stage")?;
     let per_sm = bins.stage_blocks_per_sm(plan.sort_shared);
-    let grid = n_bins.min(per_sm * exec.sm_count().max(1) as usize);
+    let grid = u32_arg(
+        (n_bins as usize).min(per_sm * exec.sm_count().max(1) as usize),
+        "sort blocks",
+    )?;
+    let threads = bins.stage_threads();
+    // Bins over the stage count their entries per bucket in the cursors first.
+    exec.zero(&mut ws.cursor)?;
+    exec.launch(
+        "msm_sort_big_count",
+        grid,
+        threads,
+        &[
+            Arg::Buf(&ws.cursor),
+            Arg::Buf(&scratch.binned),
+            Arg::Buf(&scratch.offsets),
+            Arg::U32(n_bins),
+            Arg::U32(cap),
+        ],
+    )?;
     exec.launch_shared(
         "msm_sort_bin_buckets",
-        u32_arg(grid, "sort blocks")?,
-        bins.stage_threads(),
+        grid,
+        threads,
         u32_arg(bins.stage_shared_bytes(), "sort stage shared memory")?,
         &[
             Arg::Buf(&ws.sorted),
-            Arg::Buf(&ws.cursor),
-            Arg::Buf(binned),
             Arg::Buf(&ws.counts),
+            Arg::Buf(&ws.cursor),
+            Arg::Buf(&scratch.binned),
+            Arg::Buf(&scratch.offsets),
             Arg::U32(bins.bin_log2),
-            Arg::U32(u32_arg(n_bins, "bins")?),
-            Arg::U32(u32_arg(bins.stage_cap, "sort stage")?),
+            Arg::U32(n_bins),
+            Arg::U32(cap),
+        ],
+    )?;
+    exec.launch(
+        "msm_sort_big_place",
+        grid,
+        threads,
+        &[
+            Arg::Buf(&ws.sorted),
+            Arg::Buf(&ws.cursor),
+            Arg::Buf(&scratch.binned),
+            Arg::Buf(&scratch.offsets),
+            Arg::U32(n_bins),
+            Arg::U32(cap),
         ],
     )
 }
@@ -418,32 +506,45 @@ fn sum_chunk<E: Exec, C: GpuCurve>(
     }
 }
 
-/// msm_digits: one thread per point.
+/// msm_digits: one thread per point, each digit counted in its bucket.
 fn msm_digits<E: Exec>(
     exec: &E,
     ws: &mut Workspace<E::Buf>,
-    scalars: &E::Buf,
-    scalar_offset: usize,
-    m: usize,
+    digits: &DigitsArgs<'_, E::Buf>,
     plan: &MsmPlan,
-    form: ScalarForm,
 ) -> Result<(), GpuMsmError> {
-    let montgomery = u32::from(form == ScalarForm::Montgomery);
-    exec.launch(
-        "msm_digits",
-        blocks(m, INT_BLOCK)?,
-        INT_BLOCK,
-        &[
-            Arg::Buf(&ws.keys),
-            Arg::Buf(&ws.counts),
-            Arg::Buf(scalars),
-            Arg::U64(scalar_offset as u64),
-            Arg::U32(u32_arg(m, "points per chunk")?),
-            Arg::U32(plan.window_bits),
-            Arg::U32(plan.n_windows),
-            Arg::U32(plan.wide_windows()),
-            Arg::U32(montgomery),
-        ],
+    let mut args = vec![Arg::Buf(&ws.keys), Arg::Buf(&ws.counts)];
+    args.extend(digits.args(plan)?);
+    args.push(Arg::U32(digits.montgomery()));
+    exec.launch("msm_digits", blocks(digits.m, INT_BLOCK)?, INT_BLOCK, &args)
+}
+
+/// msm_digits_bins: the same keys, each digit counted in its bin, cut as
+/// [`MsmPlan::digits_bins`] says.
+fn msm_digits_bins<E: Exec>(
+    exec: &E,
+    keys: &E::Buf,
+    scratch: &BinScratch<E::Buf>,
+    digits: &DigitsArgs<'_, E::Buf>,
+    plan: &MsmPlan,
+    bins: SortBins,
+) -> Result<(), GpuMsmError> {
+    let layout = plan.digits_bins(&bins, digits.m);
+    let mut args = vec![Arg::Buf(keys), Arg::Buf(&scratch.offsets)];
+    args.extend(digits.args(plan)?);
+    args.extend([
+        Arg::U32(digits.montgomery()),
+        Arg::U32(bins.bin_log2),
+        Arg::U32(layout.windows_per_block),
+        Arg::U32(layout.blocks_per_group),
+        Arg::U32(layout.per_block),
+    ]);
+    exec.launch_shared(
+        "msm_digits_bins",
+        layout.blocks(),
+        DIGITS_BINS_THREADS,
+        u32_arg(layout.shared_bytes, "digit counters' shared memory")?,
+        &args,
     )
 }
 

@@ -212,10 +212,15 @@ pub(crate) const MAX_BINS: usize = 4096;
 /// their stages do not fit the shared memory together ([`SortBins::stage_blocks_per_sm`]).
 pub(crate) const BIN_SORT_BLOCKS_PER_SM: usize = 2;
 /// Static shared memory of a block of the second pass beside its stage and counters: the bins
-/// over the stage it lists together (kernels/msm/msm.cu, `MSM_BIG_BINS`) and their number, 4
-/// bytes each, with room for the compiler's alignment (the driver refuses a dynamic size that
-/// leaves the static part without room).
-pub(crate) const STAGE_STATIC_SHARED: usize = 4 * 1024 + 256;
+/// over the stage it lists together (kernels/msm/msm.cu, `MSM_BIG_BINS`), their number and its
+/// scans' scratch (`MSM_BIN_MAX_THREADS`), 4 bytes each, with room for the compiler's alignment
+/// (the driver refuses a dynamic size that leaves the static part without room).
+pub(crate) const STAGE_STATIC_SHARED: usize = 8 * 1024 + 256;
+/// Threads per block of msm_digits_bins (kernels/msm/msm.cu, MSM_DIGITS_BINS_THREADS).
+pub(crate) const DIGITS_BINS_THREADS: u32 = 1024;
+/// The most blocks of msm_digits_bins per multiprocessor the launch is sized for (fewer where
+/// their counters do not fit the shared memory together).
+pub(crate) const DIGITS_BINS_BLOCKS_PER_SM: usize = 2;
 /// The most shared memory a block may opt in to on any GPU cuzk builds for (sm_90: 227 KiB), for
 /// [`device_bytes_needed`], which bounds plans that sort in two passes too.
 pub const LARGEST_SORT_SHARED: usize = 227 << 10;
@@ -235,6 +240,27 @@ pub struct SortBins {
     /// Entries of a bin the second pass sorts in shared memory; a bin with more (skewed
     /// scalars) goes the slow way.
     pub stage_cap: usize,
+}
+
+/// How msm_digits_bins (kernels/msm/msm.cu) cuts a chunk: [`MsmPlan::digits_bins`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DigitsBins {
+    /// Windows whose bins one block counts (its shared memory holds a counter per bin of each).
+    pub windows_per_block: u32,
+    /// Blocks per group of windows, each over `per_block` consecutive points.
+    pub blocks_per_group: u32,
+    pub per_block: u32,
+    /// Groups of windows: `⌈n_windows / windows_per_block⌉`.
+    pub groups: u32,
+    /// Dynamic shared memory per block: `4 · windows_per_block · bins`.
+    pub shared_bytes: usize,
+}
+
+impl DigitsBins {
+    /// Blocks of the launch: every group's.
+    pub fn blocks(&self) -> u32 {
+        self.groups * self.blocks_per_group
+    }
 }
 
 impl SortBins {
@@ -732,11 +758,38 @@ impl MsmPlan {
         None
     }
 
-    /// Device bytes of the two-pass sort's scratch: the entries grouped by bin, and each bin's
-    /// fill count.
+    /// How msm_digits_bins counts the digits of a chunk of `m` points per bin of `bins`: the
+    /// most windows per block whose counters fit [`sort_shared`](Self::sort_shared), and enough
+    /// blocks of [`DIGITS_BINS_THREADS`] for one wave on the device (as many per multiprocessor
+    /// as fit, at most [`DIGITS_BINS_BLOCKS_PER_SM`]), each over an equal share of the points, so
+    /// that each block's counters are added into the global ones once for many digits.
+    pub fn digits_bins(&self, bins: &SortBins, m: usize) -> DigitsBins {
+        let windows = self.n_windows.max(1) as usize;
+        let per_window = 4 * bins.bins;
+        let windows_per_block = (self.sort_shared / per_window).clamp(1, windows);
+        let groups = windows.div_ceil(windows_per_block);
+        let shared_bytes = per_window * windows_per_block;
+        let per_sm = (self.sort_shared / (shared_bytes + 1024)).clamp(1, DIGITS_BINS_BLOCKS_PER_SM);
+        let resident = self.sm_count.max(1) as usize * per_sm;
+        let blocks_per_group = resident
+            .div_ceil(groups)
+            .min(m.div_ceil(DIGITS_BINS_THREADS as usize))
+            .max(1);
+        let per_block = m.div_ceil(blocks_per_group).max(1);
+        DigitsBins {
+            windows_per_block: windows_per_block as u32,
+            blocks_per_group: blocks_per_group as u32,
+            per_block: per_block as u32,
+            groups: groups as u32,
+            shared_bytes,
+        }
+    }
+
+    /// Device bytes of the two-pass sort's scratch: the entries grouped by bin, each bin's fill
+    /// count, and the bins' counts (then offsets, one more).
     fn sort_bins_bytes(&self) -> usize {
         self.sort_bins().map_or(0, |s| {
-            8 * self.entries_per_chunk() + 4 * s.bins * self.n_windows as usize
+            8 * self.entries_per_chunk() + 4 * (2 * s.bins * self.n_windows as usize + 1)
         })
     }
 
@@ -1267,8 +1320,24 @@ mod tests {
                     assert!(s.tile_shared_bytes() + 4 * BIN_MAX_THREADS as usize <= shared);
                     assert!((32..=BIN_MAX_THREADS).contains(&s.tile_threads));
                     let one = plan.clone().with_two_pass_sort(false);
-                    let extra = 8 * plan.entries_per_chunk() + 4 * s.bins * plan.n_windows as usize;
+                    let n_bins = s.bins * plan.n_windows as usize;
+                    let extra = 8 * plan.entries_per_chunk() + 4 * (2 * n_bins + 1);
                     assert_eq!(plan.device_bytes(), one.device_bytes() + extra);
+                    for m in [1, 1000, plan.chunk_len] {
+                        let d = plan.digits_bins(&s, m);
+                        assert!(d.shared_bytes <= shared, "{what}");
+                        assert_eq!(d.shared_bytes, 4 * s.bins * d.windows_per_block as usize);
+                        assert!(d.groups * d.windows_per_block >= plan.n_windows, "{what}");
+                        assert!(
+                            (d.groups - 1) * d.windows_per_block < plan.n_windows,
+                            "{what}"
+                        );
+                        assert!(
+                            d.blocks_per_group as usize * d.per_block as usize >= m,
+                            "{what}"
+                        );
+                        assert!(d.blocks() as usize <= 2 * 132 + d.groups as usize, "{what}");
+                    }
                 }
                 None => {
                     // Not cut into parts, no bins fit the stage, or the fewest that do leave
@@ -1295,6 +1364,9 @@ mod tests {
                 Some(1024),
                 "n {n}"
             );
+            // And count their digits per bin with every window in each block.
+            let s = plan.sort_bins().expect("two passes");
+            assert_eq!(plan.digits_bins(&s, plan.chunk_len).groups, 1, "n {n}");
         }
     }
 

@@ -873,7 +873,8 @@ fn g2_msm_matches_naive_on_adversarial_inputs() {
 /// same bins one after another (the other tests' chunks are shorter than a tile on the
 /// emulator), and bins both within and over the second pass's stage (a scalar repeated on every
 /// seventh point fills one bucket of each window); in one chunk and in two, the second
-/// shorter. The bucket sums are XYZZ's: the sort is the same for both kinds.
+/// shorter; with both kinds of bucket sums (XYZZ's read only the sorted entries, batch-affine
+/// rounds the buckets' offsets too, which the second pass writes).
 #[test]
 fn two_pass_sort_spans_tiles() {
     for_each_exec!(|exec, device| {
@@ -890,23 +891,29 @@ fn two_pass_sort_spans_tiles() {
         for max_chunk in [n, n / 2 + 100] {
             let plan =
                 MsmPlan::with_window_bits(n, super::Group::G1, exec.sm_count(), 8, max_chunk);
-            let plan = plan
-                .clone()
-                .with_accumulation(Accumulation::Xyzz)
-                .with_scatter_region((8 * plan.chunk_len).div_ceil(3))
-                .with_sort_tile_threads(32)
-                .with_sort_stage_limit(64);
-            let sort = plan.sort_bins().expect("sorted in two passes");
-            assert!(plan.chunk_len > sort.tile(), "several tiles per window");
-            let got = run_msm::<_, G1>(
-                exec,
-                &plan,
-                &bases,
-                &scalars,
-                ScalarForm::Montgomery,
-                Input::Device,
-            );
-            assert_eq!(got, want, "chunks of {}, {sort:?}", plan.chunk_len);
+            for accumulation in [Accumulation::Xyzz, Accumulation::BatchAffine] {
+                let plan = plan
+                    .clone()
+                    .with_accumulation(accumulation)
+                    .with_scatter_region((8 * plan.chunk_len).div_ceil(3))
+                    .with_sort_tile_threads(32)
+                    .with_sort_stage_limit(64);
+                let sort = plan.sort_bins().expect("sorted in two passes");
+                assert!(plan.chunk_len > sort.tile(), "several tiles per window");
+                let got = run_msm::<_, G1>(
+                    exec,
+                    &plan,
+                    &bases,
+                    &scalars,
+                    ScalarForm::Montgomery,
+                    Input::Device,
+                );
+                assert_eq!(
+                    got, want,
+                    "chunks of {}, {sort:?}, {accumulation:?}",
+                    plan.chunk_len
+                );
+            }
         }
     });
 }
