@@ -149,8 +149,29 @@ extern "C" __global__ void msm_digits(uint32_t* keys, uint32_t* counts, const fr
 
 #define MSM_DIGITS_BINS_THREADS 1024u  // threads per block of msm_digits_bins
 
-// The digits as msm_digits writes them, counted per bin of the two-pass sort (bin = key >>
-// bin_log2, 2^bin_log2 consecutive buckets of a window) rather than per bucket: each block
+// How the two-pass sort groups a chunk's buckets in bins (MsmPlan::sort_bins): each window's
+// keys [w·half, w·half + half) in `bins` bins of 2^shift(w) consecutive keys, shift(w) =
+// bin_log2, plus wide_extra (0 or 1) in the windows of window_bits bits, [0, wide_windows).
+// With wide_extra = 1 a window of window_bits - 1 bits, which uses only the lower half of its
+// keys, has its bins there (its upper half's keys, never a digit's, lie in no bin), so that
+// every window's bins hold about as many entries (a chunk's points over `bins`) and a wide
+// window's bins are not half as full as a narrow one's.
+struct msm_bin_layout_t {
+    uint32_t half, bins, bin_log2, wide_windows, wide_extra;
+
+    FR_HD uint32_t shift(uint32_t w) const { return bin_log2 + (w < wide_windows ? wide_extra : 0); }
+    // The bin (of its window) of key `key` in window w.
+    FR_HD uint32_t bin_of(uint32_t w, uint32_t key) const { return (key - w * half) >> shift(w); }
+    // Bin `bin` (of all windows'): its first key and its number of keys.
+    FR_HD uint32_t first_key(uint32_t bin) const {
+        uint32_t w = bin / bins;
+        return w * half + ((bin - w * bins) << shift(w));
+    }
+    FR_HD uint32_t keys(uint32_t bin) const { return 1u << shift(bin / bins); }
+};
+
+// The digits as msm_digits writes them, counted per bin of the two-pass sort (msm_bin_layout_t,
+// `bins` per window) rather than per bucket: each block
 // counts its digits in shared memory and adds its counts into bin_counts once, so the 4·m·W
 // bytes of keys cost about W·m shared-memory atomics and not as many global ones (which bound
 // msm_digits: 235 M of them at G1 2^24). Measured on the H200 (ncu, docs/benchmarks.md, session
@@ -159,14 +180,14 @@ extern "C" __global__ void msm_digits(uint32_t* keys, uint32_t* counts, const fr
 // (x + 1)·per_block) of its slot x = b % blocks_per_group, one thread per point in turn; it
 // computes every window's digit (the carries run from the lowest window up) and keeps those of
 // its windows. Dynamic shared memory: a counter per bin of its windows (4·windows_per_block·bins
-// bytes, bins = bins per window).
+// bytes).
 extern "C" __global__ void __launch_bounds__(MSM_DIGITS_BINS_THREADS)
     msm_digits_bins(uint32_t* keys, uint32_t* bin_counts, const fr_t* scalars, uint64_t scalar_offset,
                     uint32_t m, uint32_t window_bits, uint32_t n_windows, uint32_t wide_windows,
-                    uint32_t montgomery, uint32_t bin_log2, uint32_t windows_per_block,
-                    uint32_t blocks_per_group, uint32_t per_block) {
+                    uint32_t montgomery, uint32_t bins, uint32_t bin_log2, uint32_t wide_extra,
+                    uint32_t windows_per_block, uint32_t blocks_per_group, uint32_t per_block) {
     CUZK_DYNAMIC_SHARED(uint32_t, hist);
-    uint32_t bins = (1u << (window_bits - 1)) >> bin_log2;  // per window
+    msm_bin_layout_t layout{1u << (window_bits - 1), bins, bin_log2, wide_windows, wide_extra};
     uint32_t group = blockIdx.x / blocks_per_group, slot = blockIdx.x % blocks_per_group;
     uint32_t w_lo = group * windows_per_block;
     uint32_t w_hi = w_lo + windows_per_block < n_windows ? w_lo + windows_per_block : n_windows;
@@ -179,7 +200,10 @@ extern "C" __global__ void __launch_bounds__(MSM_DIGITS_BINS_THREADS)
         msm_scalar_digits(scalars[scalar_offset + i], window_bits, n_windows, wide_windows, montgomery,
                           [&](uint32_t w, uint32_t out) {
                               if (w < w_lo || w >= w_hi) return;
-                              if (out != MSM_NO_DIGIT) atomicAdd(&hist[((out & MSM_KEY_MASK) >> bin_log2) - bin0], 1u);
+                              if (out != MSM_NO_DIGIT) {
+                                  uint32_t b = (w - w_lo) * bins + layout.bin_of(w, out & MSM_KEY_MASK);
+                                  atomicAdd(&hist[b], 1u);
+                              }
                               keys[(uint64_t)w * m + i] = out;
                           });
     }
@@ -276,8 +300,8 @@ extern "C" __global__ void msm_scatter(uint64_t* sorted, uint32_t* cursor, const
 // single-pass scatter writes each 8-byte entry at a random place of its window's output, which
 // leaves L2 in partly written sectors unless the output is cut into parts that fit it, and each
 // part reads the window's keys again (docs/benchmarks.md, sessions 5, 14 and 17). The buckets
-// are grouped in bins of 2^bin_log2 consecutive ones (`bins` per window, n_bins in all; bin i
-// holds the keys [i << bin_log2, (i + 1) << bin_log2)). Here:
+// are grouped in bins of consecutive ones (`bins` per window, n_bins in all, bin w·bins + b of
+// window w: msm_bin_layout_t). Here:
 // 0. msm_digits_bins counts the digits per bin (not per bucket), and bin_offsets is the
 //    exclusive prefix sum of those counts (n_bins + 1 entries: the last is the number of
 //    entries).
@@ -369,12 +393,14 @@ __device__ __forceinline__ uint32_t msm_block_scan(const uint32_t* in, uint32_t*
 
 // Pass 1, block b: tile b % tiles_per_window of window b / tiles_per_window (keys[w·m ..]), of
 // MSM_BIN_PER·blockDim.x keys (blockDim.x a power of two, at least 32, at most
-// MSM_BIN_MAX_THREADS); the window's buckets are keys [w·half, w·half + half), half =
-// bins << bin_log2. Dynamic shared memory: the tile's entries, then three counters per bin
+// MSM_BIN_MAX_THREADS); bins as msm_bin_layout_t says (half = 2^(window_bits - 1) keys per
+// window). Dynamic shared memory: the tile's entries, then three counters per bin
 // (8·MSM_BIN_PER·blockDim.x + 12·bins bytes).
 extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
     msm_sort_bins(uint64_t* binned, uint32_t* bin_fill, const uint32_t* bin_offsets, const uint32_t* keys,
-                  uint32_t m, uint32_t tiles_per_window, uint32_t bin_log2, uint32_t bins) {
+                  uint32_t m, uint32_t tiles_per_window, uint32_t half, uint32_t bins, uint32_t bin_log2,
+                  uint32_t wide_windows, uint32_t wide_extra) {
+    msm_bin_layout_t layout{half, bins, bin_log2, wide_windows, wide_extra};
     CUZK_DYNAMIC_SHARED(uint64_t, stage);
     __shared__ uint32_t scratch[MSM_BIN_MAX_THREADS];
     uint32_t tid = threadIdx.x, threads = blockDim.x, tile = MSM_BIN_PER * threads;
@@ -383,7 +409,6 @@ extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
     uint32_t* dest = start + bins;                                // and in `binned`
     uint32_t w = blockIdx.x / tiles_per_window;
     uint32_t first = (blockIdx.x % tiles_per_window) * tile;
-    uint32_t key0 = w * (bins << bin_log2);
     for (uint32_t b = tid; b < bins; b += threads) count[b] = 0;
     __syncthreads();
     uint32_t v[MSM_BIN_PER], rank[MSM_BIN_PER];
@@ -396,7 +421,7 @@ extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
 #else
         v[r] = i < m ? keys[(uint64_t)w * m + i] : MSM_NO_DIGIT;
 #endif
-        if (v[r] != MSM_NO_DIGIT) rank[r] = atomicAdd(&count[((v[r] & MSM_KEY_MASK) - key0) >> bin_log2], 1u);
+        if (v[r] != MSM_NO_DIGIT) rank[r] = atomicAdd(&count[layout.bin_of(w, v[r] & MSM_KEY_MASK)], 1u);
     }
     __syncthreads();
     uint32_t total = msm_block_scan(count, start, bins, 0, scratch);
@@ -408,14 +433,14 @@ extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
         if (v[r] != MSM_NO_DIGIT) {
             uint32_t key = v[r] & MSM_KEY_MASK;
             uint32_t point = first + r * threads + tid;
-            stage[start[(key - key0) >> bin_log2] + rank[r]] = ((uint64_t)key << 32) | (point | (v[r] & MSM_SIGN));
+            stage[start[layout.bin_of(w, key)] + rank[r]] = ((uint64_t)key << 32) | (point | (v[r] & MSM_SIGN));
         }
     }
     __syncthreads();
     // Consecutive threads write consecutive entries of a bin's run.
     for (uint32_t j = tid; j < total; j += threads) {
         uint64_t e = stage[j];
-        uint32_t b = ((uint32_t)(e >> 32) - key0) >> bin_log2;
+        uint32_t b = layout.bin_of(w, (uint32_t)(e >> 32));
         binned[dest[b] + (j - start[b])] = e;
     }
 }
@@ -475,28 +500,32 @@ extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
     });
 }
 
-// Pass 2: block b takes bins b, b + gridDim.x, ... of the n_bins (all windows'). Dynamic shared
-// memory: `cap` entries, then one counter per bucket of a bin (8·cap + 4·2^bin_log2 bytes). A bin
+// Pass 2: block b takes bins b, b + gridDim.x, ... of the n_bins (all windows', laid out as
+// msm_bin_layout_t says). Dynamic shared memory: `cap` entries, then one counter per bucket of
+// the widest bin (8·cap + 4·2^(bin_log2 + wide_extra) bytes). A bin
 // of at most `cap` entries is counted per bucket, its buckets' offsets written, and its entries
 // sorted in the stage and written out in order, in whole sectors; the bin's entries are read
 // twice (to count, then to place), the second time mostly from L2 (G1 2^24: 1.74 ms when
 // msm_digits counted per bucket, 2.12 ms counting here; session 27). A larger one's counts, which
 // msm_sort_big_count left in `cursor`, become its buckets' offsets, in `offsets` and in `cursor`
-// (where msm_sort_big_place claims places). Every entry of `offsets` is written, the last
-// (offsets[n_bins << bin_log2]) the number of entries. Any block size up to
-// MSM_BIN_MAX_THREADS, a multiple of 32.
+// (where msm_sort_big_place claims places). Every entry of `offsets` is written (the keys of
+// a narrow window's upper half, in no bin, get the window's end), the last
+// (offsets[windows·half]) the number of entries. Any block size up to MSM_BIN_MAX_THREADS, a
+// multiple of 32.
 extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
     msm_sort_bin_buckets(uint64_t* sorted, uint32_t* offsets, uint32_t* cursor, const uint64_t* binned,
-                         const uint32_t* bin_offsets, uint32_t bin_log2, uint32_t n_bins, uint32_t cap) {
+                         const uint32_t* bin_offsets, uint32_t n_bins, uint32_t cap, uint32_t half,
+                         uint32_t bins, uint32_t bin_log2, uint32_t wide_windows, uint32_t wide_extra) {
+    msm_bin_layout_t layout{half, bins, bin_log2, wide_windows, wide_extra};
     CUZK_DYNAMIC_SHARED(uint64_t, stage);
     __shared__ uint32_t big[MSM_BIG_BINS];  // the bins over the stage
     __shared__ uint32_t n_big;
     __shared__ uint32_t scratch[MSM_BIN_MAX_THREADS];  // the scans'
     uint32_t* place = reinterpret_cast<uint32_t*>(stage + cap);
-    uint32_t keys = 1u << bin_log2;
-    if (blockIdx.x == 0 && threadIdx.x == 0) offsets[n_bins << bin_log2] = bin_offsets[n_bins];
+    uint32_t windows = n_bins / bins;
+    if (blockIdx.x == 0 && threadIdx.x == 0) offsets[windows * half] = bin_offsets[n_bins];
     for (uint32_t bin = blockIdx.x; bin < n_bins; bin += gridDim.x) {
-        uint32_t k0 = bin << bin_log2;
+        uint32_t k0 = layout.first_key(bin), keys = layout.keys(bin);
         uint32_t lo = bin_offsets[bin], n = bin_offsets[bin + 1] - lo;
         if (n > cap) continue;  // below
         for (uint32_t k = threadIdx.x; k < keys; k += blockDim.x) place[k] = 0;
@@ -519,10 +548,20 @@ extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
     // The big bins' offsets, each bin by one block (its counts are read, then overwritten).
     msm_each_big_bin(bin_offsets, n_bins, cap, big, &n_big, [&](uint32_t bin) {
         if (bin % gridDim.x != blockIdx.x) return;
-        uint32_t k0 = bin << bin_log2;
+        uint32_t k0 = layout.first_key(bin), keys = layout.keys(bin);
         msm_block_scan(cursor + k0, cursor + k0, keys, bin_offsets[bin], scratch);
         for (uint32_t k = threadIdx.x; k < keys; k += blockDim.x) offsets[k0 + k] = cursor[k0 + k];
     });
+    // A narrow window's upper half, where no digit falls: each offset there is the window's end.
+    if (wide_extra && windows > wide_windows) {
+        uint32_t upper = half / 2;
+        uint64_t n_upper = (uint64_t)(windows - wide_windows) * upper;
+        uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+        for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n_upper; i += stride) {
+            uint32_t w = wide_windows + (uint32_t)(i / upper);
+            offsets[w * half + upper + (uint32_t)(i % upper)] = bin_offsets[(w + 1) * bins];
+        }
+    }
 }
 
 // The bins over the stage, after the second pass: each entry at its bucket's next place, from

@@ -378,6 +378,7 @@ fn msm_sort_two_passes<E: Exec>(
     bins: SortBins,
 ) -> Result<(), GpuMsmError> {
     let scratch = ws.bins.as_mut().expect("allocated for a plan with bins");
+    let layout = bin_layout(plan, bins)?;
     exec.zero(&mut scratch.fill)?;
     let tiles = m.div_ceil(bins.tile());
     let windows = plan.n_windows as usize;
@@ -393,8 +394,11 @@ fn msm_sort_two_passes<E: Exec>(
             Arg::Buf(&ws.keys),
             Arg::U32(u32_arg(m, "points per chunk")?),
             Arg::U32(u32_arg(tiles, "tiles per window")?),
-            Arg::U32(bins.bin_log2),
-            Arg::U32(u32_arg(bins.bins, "bins")?),
+            Arg::U32(layout[0]),
+            Arg::U32(layout[1]),
+            Arg::U32(layout[2]),
+            Arg::U32(layout[3]),
+            Arg::U32(layout[4]),
         ],
     )?;
     // As many blocks as the device holds at once: each takes every grid-th bin.
@@ -431,9 +435,13 @@ fn msm_sort_two_passes<E: Exec>(
             Arg::Buf(&ws.cursor),
             Arg::Buf(&scratch.binned),
             Arg::Buf(&scratch.offsets),
-            Arg::U32(bins.bin_log2),
             Arg::U32(n_bins),
             Arg::U32(cap),
+            Arg::U32(layout[0]),
+            Arg::U32(layout[1]),
+            Arg::U32(layout[2]),
+            Arg::U32(layout[3]),
+            Arg::U32(layout[4]),
         ],
     )?;
     exec.launch(
@@ -506,6 +514,19 @@ fn sum_chunk<E: Exec, C: GpuCurve>(
     }
 }
 
+/// The bins' layout as the two-pass sort's kernels take it (kernels/msm/msm.cu,
+/// `msm_bin_layout_t`): keys per window, bins per window, `bin_log2`, the windows of `c` bits and
+/// `wide_extra`.
+fn bin_layout(plan: &MsmPlan, bins: SortBins) -> Result<[u32; 5], GpuMsmError> {
+    Ok([
+        u32_arg(plan.buckets_per_window(), "keys per window")?,
+        u32_arg(bins.bins, "bins")?,
+        bins.bin_log2,
+        plan.wide_windows(),
+        bins.wide_extra,
+    ])
+}
+
 /// msm_digits: one thread per point, each digit counted in its bucket.
 fn msm_digits<E: Exec>(
     exec: &E,
@@ -534,7 +555,9 @@ fn msm_digits_bins<E: Exec>(
     args.extend(digits.args(plan)?);
     args.extend([
         Arg::U32(digits.montgomery()),
+        Arg::U32(u32_arg(bins.bins, "bins")?),
         Arg::U32(bins.bin_log2),
+        Arg::U32(bins.wide_extra),
         Arg::U32(layout.windows_per_block),
         Arg::U32(layout.blocks_per_group),
         Arg::U32(layout.per_block),

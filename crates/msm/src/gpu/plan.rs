@@ -232,8 +232,13 @@ pub const DEFAULT_SORT_SHARED: usize = 48 << 10;
 /// How the counting sort's two passes cut a chunk's keys ([`MsmPlan::sort_bins`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SortBins {
-    /// Each window's buckets fall in `bins` bins of `2^bin_log2` buckets.
+    /// Each window's buckets fall in `bins` bins of `2^bin_log2` buckets, or of
+    /// `2^(bin_log2 + wide_extra)` in the windows of `c` bits: `wide_extra` is 1 where the plan
+    /// has windows of `c − 1` bits, whose digits use only the lower half of their buckets (and
+    /// their bins lie there), so that every window's bins hold about the same number of entries
+    /// (kernels/msm/msm.cu, `msm_bin_layout_t`).
     pub bin_log2: u32,
+    pub wide_extra: u32,
     pub bins: usize,
     /// Threads per block of the first pass, which takes `BIN_PER` keys per thread.
     pub tile_threads: u32,
@@ -288,9 +293,10 @@ impl SortBins {
             .clamp(1, BIN_SORT_BLOCKS_PER_SM)
     }
 
-    /// Dynamic shared memory per block of the second pass: the stage, a counter per bucket.
+    /// Dynamic shared memory per block of the second pass: the stage, a counter per bucket of
+    /// the widest bins.
     pub fn stage_shared_bytes(&self) -> usize {
-        8 * self.stage_cap + (4 << self.bin_log2)
+        8 * self.stage_cap + (4 << (self.bin_log2 + self.wide_extra))
     }
 }
 /// Entries per thread in the merge levels of the bucket sums.
@@ -710,9 +716,10 @@ impl MsmPlan {
 
     /// The counting sort's two passes (kernels/msm/msm.cu, msm_sort_bins and
     /// msm_sort_bin_buckets): the fewest bins per window (at most [`MAX_BINS`]) whose expected
-    /// entries (a chunk's points over the bins, over half of them in a window of `c − 1` bits:
-    /// [`narrow_density`](Self::narrow_density)) fill at most three quarters of the second
-    /// pass's stage, and the most threads per block of the first pass that fit
+    /// entries (a chunk's points over the bins: a window of `c − 1` bits has its bins in the
+    /// half of its buckets it uses, one of `c` bits bins twice as wide, [`SortBins`]) fill at
+    /// most three quarters of the second pass's stage, and the most threads per block of the
+    /// first pass that fit
     /// [`sort_shared`](Self::sort_shared) beside the bins' counters. Taken where the single-pass
     /// scatter would be cut into parts (a window's sorted entries exceed
     /// [`scatter_region`](Self::scatter_region)) and such bins exist, unless
@@ -722,19 +729,22 @@ impl MsmPlan {
         if !self.two_pass_sort || self.scatter_parts() <= 1 {
             return None;
         }
-        let per_window = self.buckets_per_window();
+        // The keys a window of c − 1 bits uses (all of them when every window has c bits).
+        let wide_extra = u32::from(self.narrow_density() == 2);
+        let used = self.buckets_per_window() >> wide_extra;
         let mut bins = 1;
-        while bins <= per_window.min(MAX_BINS) {
-            let bin_log2 = (per_window / bins).trailing_zeros();
+        while bins <= used.min(MAX_BINS) {
+            let bin_log2 = (used / bins).trailing_zeros();
             let stage_cap = (self
                 .sort_shared
-                .saturating_sub((4 << bin_log2) + STAGE_STATIC_SHARED)
+                .saturating_sub((4 << (bin_log2 + wide_extra)) + STAGE_STATIC_SHARED)
                 / 8)
             .min(self.sort_stage_limit);
-            if 4 * self.chunk_len * self.narrow_density() <= 3 * bins * stage_cap {
+            if 4 * self.chunk_len <= 3 * bins * stage_cap {
                 let fits = |t: u32| {
                     let layout = SortBins {
                         bin_log2,
+                        wide_extra,
                         bins,
                         tile_threads: t,
                         stage_cap,
@@ -748,6 +758,7 @@ impl MsmPlan {
                 }?;
                 return Some(SortBins {
                     bin_log2,
+                    wide_extra,
                     bins,
                     tile_threads,
                     stage_cap,
@@ -1304,16 +1315,21 @@ mod tests {
                 .with_sort_shared(shared);
             let k = plan.buckets_per_window();
             let what = format!("n {n}, c {c}, shared {shared}");
-            // The fewest bins whose expected entries fill at most three quarters of the stage,
-            // in the densest window (a window of c − 1 bits fills half the bins).
+            // The fewest bins whose expected entries fill at most three quarters of the stage:
+            // a window of c − 1 bits has its bins in the half of its buckets it uses, so a
+            // window of c bits has bins twice as wide.
+            let extra = u32::from(plan.narrow_density() == 2);
+            let used = k >> extra;
             let feasible = |bins: usize| {
-                let stage = shared.saturating_sub(4 * (k / bins) + STAGE_STATIC_SHARED) / 8;
-                4 * plan.chunk_len * plan.narrow_density() <= 3 * bins * stage
+                let widest = 4 * ((used / bins) << extra);
+                let stage = shared.saturating_sub(widest + STAGE_STATIC_SHARED) / 8;
+                4 * plan.chunk_len <= 3 * bins * stage
             };
             match plan.sort_bins() {
                 Some(s) => {
                     assert!(plan.scatter_parts() > 1, "{what}");
-                    assert_eq!(s.bins << s.bin_log2, k, "{what}");
+                    assert_eq!(s.wide_extra, extra, "{what}");
+                    assert_eq!(s.bins << (s.bin_log2 + s.wide_extra), k, "{what}");
                     assert!(s.bins <= MAX_BINS && feasible(s.bins), "{what}");
                     assert!(s.bins == 1 || !feasible(s.bins / 2), "{what}");
                     assert!(s.stage_shared_bytes() <= shared, "{what}");
@@ -1342,7 +1358,7 @@ mod tests {
                 None => {
                     // Not cut into parts, no bins fit the stage, or the fewest that do leave
                     // no room for the first pass's smallest blocks.
-                    let first = (0..=MAX_BINS.min(k).trailing_zeros())
+                    let first = (0..=MAX_BINS.min(used).trailing_zeros())
                         .map(|b| 1usize << b)
                         .find(|&b| feasible(b));
                     assert!(
