@@ -1384,6 +1384,15 @@ mod tests {
             let s = plan.sort_bins().expect("two passes");
             assert_eq!(plan.digits_bins(&s, plan.chunk_len).groups, 1, "n {n}");
         }
+        // A chunk of 2^26 points sorts in two passes too, in the most bins (a window of c bits
+        // has bins twice as wide as one of c − 1, which uses half its buckets; with every bin
+        // as wide the chunk fell back to the scatter in parts: docs/benchmarks.md, session 27).
+        let one = MsmPlan::for_chunks(1 << 26, Group::G1, 132, 1 << 26)
+            .with_scatter_region(60 << 20)
+            .with_sort_shared(227 << 10);
+        assert_eq!(one.n_chunks, 1);
+        let s = one.sort_bins().expect("two passes");
+        assert_eq!((s.bins, s.wide_extra), (MAX_BINS, 1));
     }
 
     #[test]
