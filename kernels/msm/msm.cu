@@ -316,9 +316,9 @@ extern "C" __global__ void msm_scatter(uint64_t* sorted, uint32_t* cursor, const
 //    `sorted` instead, each entry to its bucket's next place, wrote half as many bytes again as
 //    it needed (partly written sectors) and made the two passes slower than msm_scatter
 //    (session 17). A bin of more entries than the stage holds (skewed scalars: digits that
-//    crowd a few buckets) is shared by every block instead: msm_sort_big_count counts its
-//    entries per bucket (in `cursor`, zeroed beforehand), msm_sort_bin_buckets turns those
-//    counts into the buckets' offsets, and msm_sort_big_place puts each entry at its bucket's
+//    crowd a few buckets) is shared by every block instead: msm_sort_big counts its entries
+//    per bucket (in `cursor`, zeroed beforehand), msm_sort_bin_buckets turns those counts into
+//    the buckets' offsets, and msm_sort_big again puts each entry at its bucket's
 //    next place through `cursor`, as msm_scatter does, which is correct for any distribution.
 //    (One block per such bin serialised it: G1 2^24 with scalars below 2^8, whose lowest
 //    window's digits fill one bin, sorted in 21.8 ms, shared 3.1 ms; session 19.)
@@ -484,18 +484,22 @@ __device__ __forceinline__ void msm_each_big_bin(const uint32_t* bin_offsets, ui
     }
 }
 
-// The bins over the stage, before the second pass: each entry counted in its bucket's
-// cursor[key] (zeroed beforehand), each bin's entries shared out over the grid.
+// The bins over the stage, shared out over the grid: before the second pass (place = 0) each
+// entry counted in its bucket's cursor[key] (zeroed beforehand); after it (place = 1), each entry
+// put at its bucket's next place, from the bucket's first (cursor[key], which the second pass
+// set). `sorted` is not touched when counting.
 extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
-    msm_sort_big_count(uint32_t* cursor, const uint64_t* binned, const uint32_t* bin_offsets, uint32_t n_bins,
-                       uint32_t cap) {
+    msm_sort_big(uint64_t* sorted, uint32_t* cursor, const uint64_t* binned, const uint32_t* bin_offsets,
+                 uint32_t n_bins, uint32_t cap, uint32_t place) {
     __shared__ uint32_t big[MSM_BIG_BINS];
     __shared__ uint32_t n_big;
     uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     msm_each_big_bin(bin_offsets, n_bins, cap, big, &n_big, [&](uint32_t bin) {
         uint32_t lo = bin_offsets[bin], n = bin_offsets[bin + 1] - lo;
         for (uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) {
-            msm_claim(cursor, (uint32_t)(binned[lo + j] >> 32));
+            uint64_t e = binned[lo + j];
+            uint32_t at = msm_claim(cursor, (uint32_t)(e >> 32));
+            if (place) sorted[at] = e;
         }
     });
 }
@@ -506,9 +510,9 @@ extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
 // of at most `cap` entries is counted per bucket, its buckets' offsets written, and its entries
 // sorted in the stage and written out in order, in whole sectors; the bin's entries are read
 // twice (to count, then to place), the second time mostly from L2 (G1 2^24: 1.74 ms when
-// msm_digits counted per bucket, 2.12 ms counting here; session 27). A larger one's counts, which
-// msm_sort_big_count left in `cursor`, become its buckets' offsets, in `offsets` and in `cursor`
-// (where msm_sort_big_place claims places). Every entry of `offsets` is written (the keys of
+// msm_digits counted per bucket, 2.12 ms counting here; session 27). A larger one's counts,
+// which msm_sort_big left in `cursor`, become its buckets' offsets, in `offsets` and in
+// `cursor` (where msm_sort_big then claims places). Every entry of `offsets` is written (the keys of
 // a narrow window's upper half, in no bin, get the window's end), the last
 // (offsets[windows·half]) the number of entries. Any block size up to MSM_BIN_MAX_THREADS, a
 // multiple of 32.
@@ -562,24 +566,6 @@ extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
             offsets[w * half + upper + (uint32_t)(i % upper)] = bin_offsets[(w + 1) * bins];
         }
     }
-}
-
-// The bins over the stage, after the second pass: each entry at its bucket's next place, from
-// the bucket's first (cursor[key], which the second pass set), each bin's entries shared out
-// over the grid.
-extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
-    msm_sort_big_place(uint64_t* sorted, uint32_t* cursor, const uint64_t* binned, const uint32_t* bin_offsets,
-                       uint32_t n_bins, uint32_t cap) {
-    __shared__ uint32_t big[MSM_BIG_BINS];
-    __shared__ uint32_t n_big;
-    uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-    msm_each_big_bin(bin_offsets, n_bins, cap, big, &n_big, [&](uint32_t bin) {
-        uint32_t lo = bin_offsets[bin], n = bin_offsets[bin + 1] - lo;
-        for (uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) {
-            uint64_t e = binned[lo + j];
-            sorted[msm_claim(cursor, (uint32_t)(e >> 32))] = e;
-        }
-    });
 }
 
 // buckets[key] += acc (skipped for infinity).

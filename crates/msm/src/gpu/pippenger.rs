@@ -365,10 +365,10 @@ impl<B> DigitsArgs<'_, B> {
     }
 }
 
-/// The three launches of the two-pass sort after the bins' offsets: msm_sort_bins groups the
-/// entries by bin, msm_sort_bin_buckets orders each bin by bucket and writes the buckets'
-/// offsets, with msm_sort_big_count before it and msm_sort_big_place after it for bins over its
-/// stage (skewed scalars; with none, they only look at the bins' sizes). Cut as `bins` says
+/// The launches of the two-pass sort after the bins' offsets: msm_sort_bins groups the entries
+/// by bin, msm_sort_bin_buckets orders each bin by bucket and writes the buckets' offsets, with
+/// msm_sort_big before it (counting) and after it (placing) for bins over its stage (skewed
+/// scalars; with none, it only looks at the bins' sizes). Cut as `bins` says
 /// ([`MsmPlan::sort_bins`]), for a chunk of `m` points.
 fn msm_sort_two_passes<E: Exec>(
     exec: &E,
@@ -412,18 +412,23 @@ fn msm_sort_two_passes<E: Exec>(
     let threads = bins.stage_threads();
     // Bins over the stage count their entries per bucket in the cursors first.
     exec.zero(&mut ws.cursor)?;
-    exec.launch(
-        "msm_sort_big_count",
-        grid,
-        threads,
-        &[
-            Arg::Buf(&ws.cursor),
-            Arg::Buf(&scratch.binned),
-            Arg::Buf(&scratch.offsets),
-            Arg::U32(n_bins),
-            Arg::U32(cap),
-        ],
-    )?;
+    let big = |place: bool| {
+        exec.launch(
+            "msm_sort_big",
+            grid,
+            threads,
+            &[
+                Arg::Buf(&ws.sorted),
+                Arg::Buf(&ws.cursor),
+                Arg::Buf(&scratch.binned),
+                Arg::Buf(&scratch.offsets),
+                Arg::U32(n_bins),
+                Arg::U32(cap),
+                Arg::U32(u32::from(place)),
+            ],
+        )
+    };
+    big(false)?;
     exec.launch_shared(
         "msm_sort_bin_buckets",
         grid,
@@ -444,19 +449,7 @@ fn msm_sort_two_passes<E: Exec>(
             Arg::U32(layout[4]),
         ],
     )?;
-    exec.launch(
-        "msm_sort_big_place",
-        grid,
-        threads,
-        &[
-            Arg::Buf(&ws.sorted),
-            Arg::Buf(&ws.cursor),
-            Arg::Buf(&scratch.binned),
-            Arg::Buf(&scratch.offsets),
-            Arg::U32(n_bins),
-            Arg::U32(cap),
-        ],
-    )
+    big(true)
 }
 
 /// Adds the sorted chunk's `m` points into the buckets; `first`: the MSM's first chunk, which
