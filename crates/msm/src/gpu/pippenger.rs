@@ -382,24 +382,21 @@ fn msm_sort_two_passes<E: Exec>(
     exec.zero(&mut scratch.fill)?;
     let tiles = m.div_ceil(bins.tile());
     let windows = plan.n_windows as usize;
+    let mut args = vec![
+        Arg::Buf(&scratch.binned),
+        Arg::Buf(&scratch.fill),
+        Arg::Buf(&scratch.offsets),
+        Arg::Buf(&ws.keys),
+        Arg::U32(u32_arg(m, "points per chunk")?),
+        Arg::U32(u32_arg(tiles, "tiles per window")?),
+    ];
+    args.extend(layout.map(Arg::U32));
     exec.launch_shared(
         "msm_sort_bins",
         u32_arg(tiles * windows, "sort tiles")?,
         bins.tile_threads,
         u32_arg(bins.tile_shared_bytes(), "sort tile shared memory")?,
-        &[
-            Arg::Buf(&scratch.binned),
-            Arg::Buf(&scratch.fill),
-            Arg::Buf(&scratch.offsets),
-            Arg::Buf(&ws.keys),
-            Arg::U32(u32_arg(m, "points per chunk")?),
-            Arg::U32(u32_arg(tiles, "tiles per window")?),
-            Arg::U32(layout[0]),
-            Arg::U32(layout[1]),
-            Arg::U32(layout[2]),
-            Arg::U32(layout[3]),
-            Arg::U32(layout[4]),
-        ],
+        &args,
     )?;
     // As many blocks as the device holds at once: each takes every grid-th bin.
     let n_bins = u32_arg(bins.bins * windows, "bins")?;
@@ -429,25 +426,22 @@ fn msm_sort_two_passes<E: Exec>(
         )
     };
     big(false)?;
+    let mut args = vec![
+        Arg::Buf(&ws.sorted),
+        Arg::Buf(&ws.counts),
+        Arg::Buf(&ws.cursor),
+        Arg::Buf(&scratch.binned),
+        Arg::Buf(&scratch.offsets),
+        Arg::U32(n_bins),
+        Arg::U32(cap),
+    ];
+    args.extend(layout.map(Arg::U32));
     exec.launch_shared(
         "msm_sort_bin_buckets",
         grid,
         threads,
         u32_arg(bins.stage_shared_bytes(), "sort stage shared memory")?,
-        &[
-            Arg::Buf(&ws.sorted),
-            Arg::Buf(&ws.counts),
-            Arg::Buf(&ws.cursor),
-            Arg::Buf(&scratch.binned),
-            Arg::Buf(&scratch.offsets),
-            Arg::U32(n_bins),
-            Arg::U32(cap),
-            Arg::U32(layout[0]),
-            Arg::U32(layout[1]),
-            Arg::U32(layout[2]),
-            Arg::U32(layout[3]),
-            Arg::U32(layout[4]),
-        ],
+        &args,
     )?;
     big(true)
 }
