@@ -333,8 +333,9 @@ extern "C" __global__ void msm_scatter(uint64_t* sorted, uint32_t* cursor, const
 // out[b] = base + in[0] + ... + in[b - 1] for b < n, by the whole block (blockDim.x a multiple
 // of 32, at most MSM_BIN_MAX_THREADS; `in` may be `out`): thread t takes the entries [t·per,
 // t·per + per), per = ⌈n / blockDim.x⌉, and the threads' sums are scanned in `scratch` (shared,
-// MSM_BIN_MAX_THREADS entries). Returns in[0] + ... + in[n - 1] to every thread. Begins and
-// ends with the block synchronised (in must be complete when it is called).
+// MSM_BIN_MAX_THREADS entries). Returns in[0] + ... + in[n - 1] to every thread. Must be called
+// with the block synchronised and `in` complete (it has no barrier before its first reads); ends
+// with the block synchronised.
 __device__ __forceinline__ uint32_t msm_block_scan(const uint32_t* in, uint32_t* out, uint32_t n, uint32_t base,
                                                    uint32_t* scratch) {
     uint32_t tid = threadIdx.x, threads = blockDim.x;

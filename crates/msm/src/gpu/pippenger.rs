@@ -349,7 +349,7 @@ struct DigitsArgs<'a, B> {
 impl<B> DigitsArgs<'_, B> {
     /// The kernels' arguments after the output buffers: scalars, their offset, the chunk's
     /// points, the windows and whether the scalars are in Montgomery form.
-    fn args<'s>(&'s self, plan: &MsmPlan) -> Result<[Arg<'s, B>; 6], GpuMsmError> {
+    fn args<'s>(&'s self, plan: &MsmPlan) -> Result<[Arg<'s, B>; 7], GpuMsmError> {
         Ok([
             Arg::Buf(self.scalars),
             Arg::U64(self.scalar_offset as u64),
@@ -357,11 +357,8 @@ impl<B> DigitsArgs<'_, B> {
             Arg::U32(plan.window_bits),
             Arg::U32(plan.n_windows),
             Arg::U32(plan.wide_windows()),
+            Arg::U32(u32::from(self.form == ScalarForm::Montgomery)),
         ])
-    }
-
-    fn montgomery(&self) -> u32 {
-        u32::from(self.form == ScalarForm::Montgomery)
     }
 }
 
@@ -523,7 +520,6 @@ fn msm_digits<E: Exec>(
 ) -> Result<(), GpuMsmError> {
     let mut args = vec![Arg::Buf(&ws.keys), Arg::Buf(&ws.counts)];
     args.extend(digits.args(plan)?);
-    args.push(Arg::U32(digits.montgomery()));
     exec.launch("msm_digits", blocks(digits.m, INT_BLOCK)?, INT_BLOCK, &args)
 }
 
@@ -541,7 +537,6 @@ fn msm_digits_bins<E: Exec>(
     let mut args = vec![Arg::Buf(keys), Arg::Buf(&scratch.offsets)];
     args.extend(digits.args(plan)?);
     args.extend([
-        Arg::U32(digits.montgomery()),
         Arg::U32(u32_arg(bins.bins, "bins")?),
         Arg::U32(bins.bin_log2),
         Arg::U32(bins.wide_extra),

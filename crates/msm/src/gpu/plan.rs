@@ -942,7 +942,8 @@ impl MsmPlan {
 
     /// How much denser than a window of `c` bits the narrowest window fills its buckets'
     /// range: 2 when some windows are `c − 1` bits wide (their entries all in the lower half of
-    /// the range), else 1. The sort's bins and parts are sized for the denser windows.
+    /// the range), else 1. The single-pass scatter's parts are sized for the denser windows;
+    /// the two-pass sort's bins are sized per window instead ([`SortBins`]).
     pub fn narrow_density(&self) -> usize {
         if self.wide_windows() < self.n_windows {
             2
