@@ -306,7 +306,9 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
          are CUDA-event medians after a warm-up, from the first kernel to the result on the host \
          (the host's share of the reduction included). *Resident*: bases and scalars in device \
          memory, the default plan (*bucket sums*: the kind `Accumulation::resident_default` \
-         chose in that run), over the *floor* of those sums. *Streamed*: both in host memory, \
+         chose in that run; chunks of 2^25 points, or of 2^26 where the plan then needs at most \
+         a quarter of the device's memory, `MsmPlan::for_device`, since session 28), over the \
+         *floor* of those sums. *Streamed*: both in host memory, \
          with the streamed plan's bucket sums (named after each time: XYZZ, or BA for \
          batch-affine, `Accumulation::streamed_default` since session 11), copied on a second stream in chunks of a quarter of the points (at least 2^22, at \
          most 2^25: `streamed_chunk_len`; the window chosen for that many chunks) while the \
@@ -321,7 +323,7 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
          window *groups* (their scratch within the plan's budget: `GpuMsm::plan` gives a tenth \
          of the device's memory, at least 6 GiB, `affine_scratch_for_device`; several groups run \
          alternately on two lanes since session 13), the time with one group (all windows at \
-         once, one lane, where that differs), and its floor (G1: 6, G2: 15 multiplications per \
+         once, one lane, where that differs and fits the device's free memory), and its floor (G1: 6, G2: 15 multiplications per \
          addition).\n\n\
          | group | n | window (bits) | bucket sums | resident (ms) | resident / floor | streamed, pinned (ms) | streamed, pageable (ms) | XYZZ (ms) | XYZZ floor (ms) | batch-affine (ms) | groups | one group (ms) | batch-affine floor (ms) | sppark, same H200 (ms, our speed-up) | checked | device memory (MiB) |\n\
          |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n{table}\n{sweep_text}\

@@ -37,7 +37,7 @@ use cuzk_field::{G1Projective, G2Projective, Scalar};
 use cuzk_gpu::Device;
 use cuzk_msm::gpu::{
     balanced_window_bits, num_windows, Accumulation, Bases, GpuCurve, GpuMsm, Group, MsmPlan,
-    ScalarForm, Scalars, DEFAULT_RESIDENT_CHUNK,
+    ScalarForm, Scalars,
 };
 use cuzk_msm::{MsmCurve, G1, G2};
 use ff::Field;
@@ -223,6 +223,25 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Median milliseconds of `reps` runs after a warm-up, timed by events on the MSM's stream.
+/// Whether the plan's device bytes fit what the device has free once the MSM's workspace from
+/// its last call is given back (a call keeps the last call's buffers until it ends, so they
+/// would count twice) and the pool trimmed; says so when not.
+fn fits_device(gpu: &GpuMsm, plan: &MsmPlan, what: &str) -> bool {
+    gpu.stream().synchronize().expect("synchronise");
+    gpu.release_workspace();
+    gpu.device().trim_pool(0).expect("trim the pool");
+    let (available, _) = gpu.device().memory().expect("device memory");
+    let fits = plan.device_bytes() <= available;
+    if !fits {
+        eprintln!(
+            "{what}: skipped, it needs {:.1} GB of device memory and {:.1} GB are free",
+            plan.device_bytes() as f64 / 1e9,
+            available as f64 / 1e9
+        );
+    }
+    fits
+}
+
 fn time_runs(gpu: &GpuMsm, reps: usize, mut run: impl FnMut()) -> f64 {
     run();
     let mut times = Vec::with_capacity(reps);
@@ -314,7 +333,8 @@ fn bench_group<C: GpuCurve>(
         let bases = &all_bases[..n];
         let scalars = &all_scalars[..n];
         let mut plan = gpu.plan(n, C::GROUP);
-        let chunk = args.resident_chunk.unwrap_or(DEFAULT_RESIDENT_CHUNK);
+        // The device's plan's chunking (GpuMsm::plan: chunks of 2^26 where memory allows).
+        let chunk = args.resident_chunk.unwrap_or(plan.chunk_len);
         if let Some(c) = args.window_bits {
             let p = MsmPlan::with_window_bits(n, C::GROUP, plan.sm_count, c, chunk);
             plan = same_layout(&plan, p).with_accumulation(plan.accumulation);
@@ -389,11 +409,14 @@ fn bench_group<C: GpuCurve>(
         };
         let (xyzz_ms, xyzz_stages) = sums(&xyzz);
         let (affine_ms, affine_stages) = sums(&affine);
-        // Batch-affine with scratch for all windows at once, where that makes fewer groups.
+        // Batch-affine with scratch for all windows at once, where that makes fewer groups and
+        // fits the device beside the inputs (G2 2^26 in one chunk: 13 windows' level arrays
+        // are 84 GB).
         let wide = affine.clone().with_affine_scratch(usize::MAX);
         let wide_ms = (affine_ms.is_some()
-            && wide.affine_group_windows != affine.affine_group_windows)
-            .then(|| time_plan(&wide));
+            && wide.affine_group_windows != affine.affine_group_windows
+            && fits_device(gpu, &wide, &format!("{name} 2^{log_n}, one group")))
+        .then(|| time_plan(&wide));
         // The streamed plan's chunking with the inputs resident: what the chunks cost apart
         // from the copies.
         let mut splan = gpu.streamed_plan(n, C::GROUP);
@@ -427,13 +450,8 @@ fn bench_group<C: GpuCurve>(
                 .into_iter()
                 .filter(|&c| num_windows(c) + 1 >= plan.n_windows)
                 .map(|c| {
-                    let p = MsmPlan::with_window_bits(
-                        n,
-                        C::GROUP,
-                        plan.sm_count,
-                        c,
-                        DEFAULT_RESIDENT_CHUNK,
-                    );
+                    let p =
+                        MsmPlan::with_window_bits(n, C::GROUP, plan.sm_count, c, plan.chunk_len);
                     let p = same_layout(&plan, p).with_accumulation(plan.accumulation);
                     (c, time_plan(&p))
                 })

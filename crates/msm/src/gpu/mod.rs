@@ -63,7 +63,8 @@ pub use plan::{
     affine_scratch_for_device, balanced_window_bits, device_bytes_needed, num_windows,
     streamed_chunk_len, Accumulation, Group, MsmPlan, SortBins, DEFAULT_AFFINE_LANES,
     DEFAULT_AFFINE_SCRATCH, DEFAULT_RESIDENT_CHUNK, DEFAULT_SCATTER_REGION, DEFAULT_SORT_SHARED,
-    DEFAULT_STREAMED_CHUNK, LARGEST_SORT_SHARED, MAX_AFFINE_LANES,
+    DEFAULT_STREAMED_CHUNK, LARGEST_RESIDENT_CHUNK, LARGEST_SORT_SHARED, LARGE_CHUNK_MEMORY_SHARE,
+    MAX_AFFINE_LANES,
 };
 
 #[cfg(feature = "cuda")]
@@ -294,15 +295,20 @@ mod device {
             &self.kernels.stream
         }
 
-        /// The plan this device uses for `n` points with bases and scalars on the device: the
-        /// scatter's parts sized to the device's L2, the batch-affine scratch to its memory
-        /// ([`affine_scratch_for_device`]).
+        /// The plan this device uses for `n` points with bases and scalars on the device
+        /// ([`MsmPlan::for_device`]): the scatter's parts sized to the device's L2, the sort to
+        /// its shared memory, the batch-affine scratch ([`affine_scratch_for_device`]) and the
+        /// chunks to its memory.
         pub fn plan(&self, n: usize, group: Group) -> MsmPlan {
             let info = self.kernels.device.info();
-            MsmPlan::new(n, group, info.sm_count)
-                .with_scatter_region(info.l2_bytes)
-                .with_sort_shared(info.max_shared_per_block)
-                .with_affine_scratch(affine_scratch_for_device(info.total_memory))
+            MsmPlan::for_device(
+                n,
+                group,
+                info.sm_count,
+                info.l2_bytes,
+                info.max_shared_per_block,
+                info.total_memory,
+            )
         }
 
         /// The plan [`msm`](Self::msm) uses for `n` points when bases or scalars stream from

@@ -135,6 +135,18 @@ impl Group {
 /// full addition per bucket, so chunks are as large as memory comfortably allows.
 pub const DEFAULT_RESIDENT_CHUNK: usize = 1 << 25;
 
+/// The largest chunk of a resident plan, on a device with the memory for it
+/// ([`MsmPlan::for_device`]): one chunk fewer saves a merge of partial sums per bucket and the
+/// rounds' tails. Measured on the H200 (docs/benchmarks.md, session 28): G1 2^26 in one chunk
+/// 308.8 ms against 318.5 in two chunks of 2^25.
+pub const LARGEST_RESIDENT_CHUNK: usize = 1 << 26;
+
+/// The part of a device's memory one resident MSM's plan may take with chunks of
+/// [`LARGEST_RESIDENT_CHUNK`] instead of [`DEFAULT_RESIDENT_CHUNK`]: a quarter, so that several
+/// workers' MSMs (and their bases) share a card. On the H200 (139.8 GiB) G1 2^26 in one chunk
+/// (33.4 GB) qualifies.
+pub const LARGE_CHUNK_MEMORY_SHARE: usize = 4;
+
 /// Device memory the batch-affine rounds may use for their scratch (points, running products,
 /// inversion tree) by default, all lanes together; windows are summed in groups that fit (see
 /// [`MsmPlan::affine_group_windows`]).
@@ -561,8 +573,45 @@ impl MsmPlan {
     /// The plan for `n_points` points on a device with `sm_count` multiprocessors, with bases
     /// and scalars on the device: chunks of at most [`DEFAULT_RESIDENT_CHUNK`] points.
     pub fn new(n_points: usize, group: Group, sm_count: u32) -> Self {
-        Self::for_chunks(n_points, group, sm_count, DEFAULT_RESIDENT_CHUNK)
+        Self::resident(n_points, group, sm_count, DEFAULT_RESIDENT_CHUNK)
+    }
+
+    /// [`new`](Self::new)'s plan in chunks of at most `max_chunk` points.
+    fn resident(n_points: usize, group: Group, sm_count: u32, max_chunk: usize) -> Self {
+        Self::for_chunks(n_points, group, sm_count, max_chunk)
             .with_accumulation(Accumulation::resident_default(group, n_points))
+    }
+
+    /// The resident plan (bases and scalars on the device) for a device with `sm_count`
+    /// multiprocessors, `l2_bytes` of L2, `shared_per_block` bytes of shared memory a block may
+    /// opt in to and `total_memory` bytes, as `GpuMsm::plan` makes it: the scatter's parts
+    /// sized to the L2, the two-pass sort to the shared memory, the batch-affine scratch to the
+    /// memory ([`affine_scratch_for_device`]), and chunks of [`LARGEST_RESIDENT_CHUNK`] where
+    /// that makes fewer chunks and the plan's device bytes stay within
+    /// 1/[`LARGE_CHUNK_MEMORY_SHARE`] of the device, else of [`DEFAULT_RESIDENT_CHUNK`].
+    pub fn for_device(
+        n_points: usize,
+        group: Group,
+        sm_count: u32,
+        l2_bytes: usize,
+        shared_per_block: usize,
+        total_memory: usize,
+    ) -> Self {
+        let fitted = |max_chunk: usize| {
+            Self::resident(n_points, group, sm_count, max_chunk)
+                .with_scatter_region(l2_bytes)
+                .with_sort_shared(shared_per_block)
+                .with_affine_scratch(affine_scratch_for_device(total_memory))
+        };
+        let default = fitted(DEFAULT_RESIDENT_CHUNK);
+        let large = fitted(LARGEST_RESIDENT_CHUNK);
+        if large.n_chunks < default.n_chunks
+            && large.device_bytes() <= total_memory / LARGE_CHUNK_MEMORY_SHARE
+        {
+            large
+        } else {
+            default
+        }
     }
 
     /// The plan for `n_points` points in chunks of at most `max_chunk`, its window width chosen
@@ -1135,20 +1184,26 @@ impl MsmPlan {
 
 /// An upper bound of the device bytes an MSM of `n` points in `group` allocates with bases and
 /// scalars already on the device by [`MsmPlan::new`]'s plan (batch-affine scratch within
-/// [`DEFAULT_AFFINE_SCRATCH`]), on any device (the plan of a device with many multiprocessors
-/// has the shortest segments, hence the most partial sums; one with the most shared memory sorts
-/// in two passes, with 8 more bytes per sorted entry). `GpuMsm::plan` sizes the scratch to
-/// the device ([`affine_scratch_for_device`]); for the exact figure on one device, see
+/// [`DEFAULT_AFFINE_SCRATCH`]) or by that plan in chunks of [`LARGEST_RESIDENT_CHUNK`], on any
+/// device (the plan of a device with many multiprocessors has the shortest segments, hence the
+/// most partial sums; one with the most shared memory sorts in two passes, with 8 more bytes per
+/// sorted entry). `GpuMsm::plan` ([`MsmPlan::for_device`]) sizes the scratch and the chunks to
+/// the device, taking the larger chunks only on a device with
+/// [`LARGE_CHUNK_MEMORY_SHARE`] times their bytes; for the exact figure on one device, see
 /// [`MsmPlan::device_bytes`] of that plan.
 pub fn device_bytes_needed(n: usize, group: Group) -> usize {
     [1u32, 16, 132, 1024]
         .into_iter()
         .flat_map(|sm| {
-            [DEFAULT_SORT_SHARED, LARGEST_SORT_SHARED].map(|shared| {
-                MsmPlan::new(n, group, sm)
-                    .with_sort_shared(shared)
-                    .device_bytes()
-            })
+            [DEFAULT_SORT_SHARED, LARGEST_SORT_SHARED]
+                .into_iter()
+                .flat_map(move |shared| {
+                    [DEFAULT_RESIDENT_CHUNK, LARGEST_RESIDENT_CHUNK].map(|chunk| {
+                        MsmPlan::resident(n, group, sm, chunk)
+                            .with_sort_shared(shared)
+                            .device_bytes()
+                    })
+                })
         })
         .max()
         .unwrap_or(0)
@@ -1605,13 +1660,55 @@ mod tests {
         assert_eq!(g2.affine_block_inverse_max, block_inverse_max(132));
     }
 
+    /// `GpuMsm::plan`'s chunks: 2^26 points where the plan then stays within a quarter of the
+    /// device (G1 and G2 2^26 on the H200), 2^25 on a device of 80 GB.
+    #[test]
+    fn the_device_memory_sets_the_resident_chunk() {
+        let on = |n: usize, group: Group, memory: usize| {
+            MsmPlan::for_device(n, group, 132, 60 << 20, LARGEST_SORT_SHARED, memory)
+        };
+        let h200 = 139_800usize << 20;
+        for group in [Group::G1, Group::G2] {
+            let big = on(1 << 26, group, h200);
+            assert_eq!((big.n_chunks, big.chunk_len), (1, 1 << 26), "{group:?}");
+            assert!(big.device_bytes() <= h200 / LARGE_CHUNK_MEMORY_SHARE);
+            // The bound holds for the plan with the default batch-affine scratch.
+            let bound = device_bytes_needed(1 << 26, group);
+            assert!(
+                big.with_affine_scratch(DEFAULT_AFFINE_SCRATCH)
+                    .device_bytes()
+                    <= bound
+            );
+            // H's 2^27 points: two chunks of 2^26 instead of four of 2^25.
+            let h = on(1 << 27, group, h200);
+            assert_eq!((h.n_chunks, h.chunk_len), (2, 1 << 26), "{group:?}");
+            let small = on(1 << 26, group, 80 << 30);
+            assert_eq!((small.n_chunks, small.chunk_len), (2, 1 << 25), "{group:?}");
+            assert!(
+                small
+                    .with_affine_scratch(DEFAULT_AFFINE_SCRATCH)
+                    .device_bytes()
+                    <= bound
+            );
+            // Sizes of one chunk either way do not change, nor does the rest of the plan.
+            let one = on(1 << 24, group, h200);
+            let want = MsmPlan::new(1 << 24, group, 132)
+                .with_scatter_region(60 << 20)
+                .with_sort_shared(LARGEST_SORT_SHARED)
+                .with_affine_scratch(affine_scratch_for_device(h200));
+            assert_eq!(format!("{one:?}"), format!("{want:?}"));
+        }
+    }
+
     #[test]
     fn memory_is_stated_and_bounded() {
         let g1 = device_bytes_needed(1 << 24, Group::G1);
         let g2 = device_bytes_needed(1 << 24, Group::G2);
         assert!(g1 > 1 << 30 && g1 < 12 << 30, "{g1}");
         assert!(g2 > 1 << 30 && g2 < 12 << 30, "{g2}");
-        assert!(device_bytes_needed(1 << 26, Group::G1) < 24 << 30);
+        // G1 2^26 in one chunk of 2^26 (on a large device): 24.4 GiB with the default scratch.
+        let g1_26 = device_bytes_needed(1 << 26, Group::G1);
+        assert!(g1_26 > 20 << 30 && g1_26 < 26 << 30, "{g1_26}");
         // The batch-affine scratch stays within its budget by summing windows in groups.
         for group in [Group::G1, Group::G2] {
             for log_n in [16, 20, 24, 26] {
