@@ -326,7 +326,7 @@ extern "C" __global__ void msm_scatter(uint64_t* sorted, uint32_t* cursor, const
 // order that varies from run to run (as the atomics leave it); the bucket sums do not depend on
 // it. Any distribution of the keys is sorted correctly; one bucket holding most entries makes
 // the shared-memory atomics on its bin queue, and its bin goes the shared way.
-#define MSM_BIN_PER 16u            // keys per thread of msm_sort_bins: a tile is MSM_BIN_PER·blockDim.x
+#define MSM_BIN_PER 22u            // keys per thread of msm_sort_bins: a tile is MSM_BIN_PER·blockDim.x
 #define MSM_BIN_MAX_THREADS 1024u  // the most threads of a msm_sort_bins block
 #define MSM_BIG_BINS 1024u         // bins a block looks at together for big ones
 
@@ -395,8 +395,10 @@ __device__ __forceinline__ uint32_t msm_block_scan(const uint32_t* in, uint32_t*
 // Pass 1, block b: tile b % tiles_per_window of window b / tiles_per_window (keys[w·m ..]), of
 // MSM_BIN_PER·blockDim.x keys (blockDim.x a power of two, at least 32, at most
 // MSM_BIN_MAX_THREADS); bins as msm_bin_layout_t says (half = 2^(window_bits - 1) keys per
-// window). Dynamic shared memory: the tile's entries, then three counters per bin
-// (8·MSM_BIN_PER·blockDim.x + 12·bins bytes).
+// window). Dynamic shared memory: the tile's entries, then two counters per bin
+// (8·MSM_BIN_PER·blockDim.x + 8·bins bytes). Each key's rank in its bin is held in 16 bits (a
+// tile has fewer than 2^16 keys), two to a register, so that the tile's 22 keys per thread fit
+// the 64 registers of a 1024-thread block.
 extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
     msm_sort_bins(uint64_t* binned, uint32_t* bin_fill, const uint32_t* bin_offsets, const uint32_t* keys,
                   uint32_t m, uint32_t tiles_per_window, uint32_t half, uint32_t bins, uint32_t bin_log2,
@@ -405,36 +407,39 @@ extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
     CUZK_DYNAMIC_SHARED(uint64_t, stage);
     __shared__ uint32_t scratch[MSM_BIN_MAX_THREADS];
     uint32_t tid = threadIdx.x, threads = blockDim.x, tile = MSM_BIN_PER * threads;
-    uint32_t* count = reinterpret_cast<uint32_t*>(stage + tile);  // entries of each bin in this tile
-    uint32_t* start = count + bins;                               // their first place in `stage`
-    uint32_t* dest = start + bins;                                // and in `binned`
+    // Each bin's entries in this tile, then (in place, once claimed) their first place in
+    // `binned`; and their first place in `stage`.
+    uint32_t* dest = reinterpret_cast<uint32_t*>(stage + tile);
+    uint32_t* start = dest + bins;
     uint32_t w = blockIdx.x / tiles_per_window;
     uint32_t first = (blockIdx.x % tiles_per_window) * tile;
-    for (uint32_t b = tid; b < bins; b += threads) count[b] = 0;
+    for (uint32_t b = tid; b < bins; b += threads) dest[b] = 0;
     __syncthreads();
-    uint32_t v[MSM_BIN_PER], rank[MSM_BIN_PER];
+    uint32_t v[MSM_BIN_PER], rank[(MSM_BIN_PER + 1) / 2];
 #pragma unroll
     for (uint32_t r = 0; r < MSM_BIN_PER; r++) {
-        rank[r] = 0;
         uint32_t i = first + r * threads + tid;
 #if defined(__CUDA_ARCH__)
         v[r] = i < m ? __ldcs(&keys[(uint64_t)w * m + i]) : MSM_NO_DIGIT;
 #else
         v[r] = i < m ? keys[(uint64_t)w * m + i] : MSM_NO_DIGIT;
 #endif
-        if (v[r] != MSM_NO_DIGIT) rank[r] = atomicAdd(&count[layout.bin_of(w, v[r] & MSM_KEY_MASK)], 1u);
+        uint32_t got = v[r] != MSM_NO_DIGIT ? atomicAdd(&dest[layout.bin_of(w, v[r] & MSM_KEY_MASK)], 1u) : 0u;
+        rank[r / 2] = r % 2 == 0 ? got : rank[r / 2] | (got << 16);
     }
     __syncthreads();
-    uint32_t total = msm_block_scan(count, start, bins, 0, scratch);
+    uint32_t total = msm_block_scan(dest, start, bins, 0, scratch);
     for (uint32_t b = tid; b < bins; b += threads) {
-        if (count[b] != 0) dest[b] = bin_offsets[w * bins + b] + atomicAdd(&bin_fill[w * bins + b], count[b]);
+        uint32_t count = dest[b];
+        if (count != 0) dest[b] = bin_offsets[w * bins + b] + atomicAdd(&bin_fill[w * bins + b], count);
     }
 #pragma unroll
     for (uint32_t r = 0; r < MSM_BIN_PER; r++) {
         if (v[r] != MSM_NO_DIGIT) {
             uint32_t key = v[r] & MSM_KEY_MASK;
             uint32_t point = first + r * threads + tid;
-            stage[start[layout.bin_of(w, key)] + rank[r]] = ((uint64_t)key << 32) | (point | (v[r] & MSM_SIGN));
+            uint32_t at = (rank[r / 2] >> (16 * (r % 2))) & 0xffffu;
+            stage[start[layout.bin_of(w, key)] + at] = ((uint64_t)key << 32) | (point | (v[r] & MSM_SIGN));
         }
     }
     __syncthreads();

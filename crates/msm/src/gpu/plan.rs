@@ -216,7 +216,11 @@ pub(crate) const SCATTER_PER: usize = 1;
 /// The two-pass sort (kernels/msm/msm.cu, msm_sort_bins and msm_sort_bin_buckets): keys per
 /// thread of the first pass (MSM_BIN_PER), the most threads of its blocks (MSM_BIN_MAX_THREADS,
 /// which also sizes its static shared memory, 4 bytes each) and the most bins per window.
-pub(crate) const BIN_PER: usize = 16;
+/// 22 keys per thread rather than 16 make each bin's run in a tile 1.375 times as long, which
+/// the first pass's writes need (H200, G1 2^26 in one chunk: sort stage 18.00 → 17.05 ms,
+/// docs/benchmarks.md, session 28); a tile of 22 K keys and 4096 bins' counters fill 212 of the
+/// H200's 227 KiB.
+pub(crate) const BIN_PER: usize = 22;
 pub(crate) const BIN_MAX_THREADS: u32 = 1024;
 pub(crate) const MAX_BINS: usize = 4096;
 /// The most blocks per multiprocessor of the two-pass sort's second pass (each block sorts one
@@ -286,10 +290,10 @@ impl SortBins {
         BIN_PER * self.tile_threads as usize
     }
 
-    /// Dynamic shared memory per block of the first pass: the tile's entries, three counters
+    /// Dynamic shared memory per block of the first pass: the tile's entries, two counters
     /// per bin.
     pub fn tile_shared_bytes(&self) -> usize {
-        8 * self.tile() + 12 * self.bins
+        8 * self.tile() + 8 * self.bins
     }
 
     /// Threads per block of the second pass: one per 16 entries of the stage (rounded up to a
@@ -1419,7 +1423,7 @@ mod tests {
                         .find(|&b| feasible(b));
                     assert!(
                         plan.scatter_parts() == 1
-                            || first.is_none_or(|b| 8 * BIN_PER * 32 + 12 * b + 4096 > shared),
+                            || first.is_none_or(|b| 8 * BIN_PER * 32 + 8 * b + 4096 > shared),
                         "{what}"
                     );
                 }
