@@ -397,8 +397,8 @@ __device__ __forceinline__ uint32_t msm_block_scan(const uint32_t* in, uint32_t*
 // MSM_BIN_MAX_THREADS); bins as msm_bin_layout_t says (half = 2^(window_bits - 1) keys per
 // window). Dynamic shared memory: the tile's entries, then two counters per bin
 // (8·MSM_BIN_PER·blockDim.x + 8·bins bytes). Each key's rank in its bin is held in 16 bits (a
-// tile has fewer than 2^16 keys), two to a register, so that the tile's 22 keys per thread fit
-// the 64 registers of a 1024-thread block.
+// tile has fewer than 2^16 keys), two to a register, so that 22 keys per thread stay within the
+// 64 registers of a 1024-thread block with a small stack (sm_90: 48 bytes).
 extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
     msm_sort_bins(uint64_t* binned, uint32_t* bin_fill, const uint32_t* bin_offsets, const uint32_t* keys,
                   uint32_t m, uint32_t tiles_per_window, uint32_t half, uint32_t bins, uint32_t bin_log2,

@@ -222,7 +222,6 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Median milliseconds of `reps` runs after a warm-up, timed by events on the MSM's stream.
 /// Whether the plan's device bytes fit what the device has free once the MSM's workspace from
 /// its last call is given back (a call keeps the last call's buffers until it ends, so they
 /// would count twice) and the pool trimmed; says so when not.
@@ -242,6 +241,7 @@ fn fits_device(gpu: &GpuMsm, plan: &MsmPlan, what: &str) -> bool {
     fits
 }
 
+/// Median milliseconds of `reps` runs after a warm-up, timed by events on the MSM's stream.
 fn time_runs(gpu: &GpuMsm, reps: usize, mut run: impl FnMut()) -> f64 {
     run();
     let mut times = Vec::with_capacity(reps);
