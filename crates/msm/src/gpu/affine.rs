@@ -384,11 +384,14 @@ fn sums<E: Exec, C: GpuCurve>(
 /// MSM_TOP_THREADS).
 const TOP_THREADS: u32 = 128;
 
-/// The inverses of `tree_vals[0][..n]` into `tree_pre[0]`. At most `block_max` values:
-/// msm_inv_top_<g> on blocks of BLOCK_INVERSE_SPAN values, each with its own inversion, in one
-/// launch. More: a tree, msm_inv_up_<g> level by level, msm_inv_top_<g> on one block, then
-/// msm_inv_down_<g> back down; there the blocks' lone inversions would idle their
-/// multiprocessors wave after wave, while the tree's small levels cost a launch each.
+/// The inverses of `tree_vals[0][..n]` into `tree_pre[0]`: a tree, msm_inv_up_<g> level by
+/// level until a level holds at most `block_max` values (one wave of blocks), msm_inv_top_<g>
+/// on that level in blocks of BLOCK_INVERSE_SPAN values, each with its own inversion, in one
+/// launch, then msm_inv_down_<g> back down. A round of at most `block_max` values is that one
+/// launch, with no tree. Beyond one wave the blocks' lone inversions would idle their
+/// multiprocessors wave after wave; below it, the tree's small levels cost a launch each and
+/// keep most of the device idle, and its single block's inversion waits alone. With
+/// `block_max` 0 the tree goes up to the group's top ([`Group::tree_top`]) in one block.
 fn invert<E: Exec, C: GpuCurve>(
     exec: &E,
     ws: &AffineWorkspace<E::Buf>,
@@ -396,23 +399,10 @@ fn invert<E: Exec, C: GpuCurve>(
     block_max: usize,
 ) -> Result<(), GpuMsmError> {
     let kernels = kernels_of::<C>();
-    if n <= block_max {
-        // Every block inverts its BLOCK_INVERSE_SPAN values on its own: one launch, no tree.
-        return exec.launch(
-            kernels.inv_top,
-            blocks(n, BLOCK_INVERSE_SPAN as u32)?,
-            TOP_THREADS,
-            &[
-                Arg::Buf(&ws.tree_pre[0]),
-                Arg::Buf(&ws.tree_vals[0]),
-                Arg::U32(u32_arg(n, "values")?),
-                Arg::U32(ws.tree_caps[0]),
-                Arg::U32(BLOCK_INVERSE_SPAN as u32),
-            ],
-        );
-    }
     let (top_threads, top_values) = C::GROUP.tree_top();
-    let sizes = tree_sizes(n, top_values);
+    // The workspace holds the levels of the tree up to `top_values`: any larger bound stops on
+    // one of them.
+    let sizes = tree_sizes(n, block_max.max(top_values));
     let top = sizes.len() - 1;
     for level in 0..top {
         let groups = sizes[level + 1];
@@ -432,18 +422,24 @@ fn invert<E: Exec, C: GpuCurve>(
             ],
         )?;
     }
-    // One block over the whole top: its span is the top's size.
     let top_n = u32_arg(sizes[top], "tree top")?;
+    let (grid, threads, span) = if block_max == 0 {
+        // One block over the whole top: its span is the top's size.
+        (1, top_threads, top_n)
+    } else {
+        let span = BLOCK_INVERSE_SPAN as u32;
+        (blocks(sizes[top], span)?, TOP_THREADS, span)
+    };
     exec.launch(
         kernels.inv_top,
-        1,
-        top_threads,
+        grid,
+        threads,
         &[
             Arg::Buf(&ws.tree_pre[top]),
             Arg::Buf(&ws.tree_vals[top]),
             Arg::U32(top_n),
             Arg::U32(ws.tree_caps[top]),
-            Arg::U32(top_n),
+            Arg::U32(span),
         ],
     )?;
     for level in (0..top).rev() {

@@ -525,8 +525,10 @@ pub struct MsmPlan {
     pub affine_budget: usize,
     /// A round whose batch inversion takes at most this many values (one per round thread)
     /// inverts them blockwise, each block of [`BLOCK_INVERSE_SPAN`] values with its own
-    /// inversion in one launch; more go through a tree of launches with one inversion at its
-    /// top. The default, [`block_inverse_max`], is one wave of blocks on the device.
+    /// inversion in one launch; more go up a tree of launches to the first level of at most
+    /// this many values, which inverts blockwise in the same way (zero: the tree goes up to
+    /// one block with one inversion). The default, [`block_inverse_max`], is one wave of
+    /// blocks on the device.
     pub affine_block_inverse_max: usize,
     /// Bytes of sorted entries one launch of the counting sort's scatter may write before the
     /// window's buckets are cut into parts (zero: never cut); see

@@ -656,8 +656,10 @@ fn check_msm<E: Exec, C: TestCurve>(
     let one_window_one_lane = affine.clone().with_affine_scratch(0);
     assert_eq!(one_window_one_lane.affine_group_windows, 1);
     assert_eq!(one_window_one_lane.affine_lanes_used(), 1);
-    // Every round's inversion through the tree (the default inverts these sizes blockwise).
+    // Every round's inversion through the tree (the default inverts these sizes blockwise);
+    // and up the tree to a level of at most 20 values (G2: its top's 1024), inverted blockwise.
     let tree = affine.clone().with_affine_block_inverse_max(0);
+    let tree_then_blocks = affine.clone().with_affine_block_inverse_max(20);
     let runs = [
         (&affine, ScalarForm::Montgomery, Input::Device),
         (&affine, ScalarForm::Canonical, Input::Device),
@@ -667,6 +669,7 @@ fn check_msm<E: Exec, C: TestCurve>(
         (&one_window_groups, ScalarForm::Montgomery, Input::Mixed),
         (&one_window_one_lane, ScalarForm::Canonical, Input::Device),
         (&tree, ScalarForm::Montgomery, Input::Device),
+        (&tree_then_blocks, ScalarForm::Canonical, Input::Device),
         (&two_pass, ScalarForm::Montgomery, Input::Host),
     ];
     for (plan, form, input) in runs {
