@@ -326,9 +326,29 @@ FR_HD fr_t fr_inv(const fr_t& a) {
 // The Montgomery form of an integer x < 2^256 (reduced mod r).
 FR_HD fr_t fr_to_mont(const fr_t& x) { return fr_mul(fr_t::r2(), x); }
 
-// The integer (canonical, < r) of a Montgomery form a < r.
+// The integer (canonical, < r) of a Montgomery form a < r: a·R^-1 mod r by Montgomery
+// reduction alone, eight rounds of T = (T + m·r)/2^32 with m = −T[0] (r[0] = 1, so −r^-1 = −1
+// mod 2^32), half the products of fr_mul(a, 1). Each round's T stays below 2^224 + r < 2^256,
+// and the last is below r + 1 (T = (a + M·r)/2^256 with M < 2^256), so nothing carries out of
+// eight limbs; the final subtraction is kept for the bound's edge.
 FR_HD fr_t fr_from_mont(const fr_t& a) {
-    fr_t one_int = fr_t::zero();
-    one_int.l[0] = 1;
-    return fr_mul(a, one_int);
+    uint32_t t[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) t[i] = a.l[i];
+#pragma unroll
+    for (int round = 0; round < 8; round++) {
+        uint32_t m = 0u - t[0];
+        uint64_t c = ((uint64_t)t[0] + m) >> 32;  // t[0] + m·r[0] = 0 mod 2^32: its carry
+#pragma unroll
+        for (int j = 1; j < 8; j++) {
+            c += (uint64_t)t[j] + (uint64_t)m * fr_modulus(j);
+            t[j - 1] = (uint32_t)c;
+            c >>= 32;
+        }
+        t[7] = (uint32_t)c;
+    }
+    fr_t s;
+#pragma unroll
+    for (int i = 0; i < 8; i++) s.l[i] = t[i];
+    return fr_reduce_once(s);
 }

@@ -77,22 +77,14 @@ FR_HD fr_t msm_reduce_scalar(fr_t s) {
 
 // Whether s > (r - 1)/2.
 FR_HD bool msm_above_half(const fr_t& s) {
-    uint32_t t;
+    // Only the borrow out is wanted; the differences go nowhere.
+    [[maybe_unused]] uint32_t t;
     t = sub_cc(msm_half_r(0), s.l[0]);
 #pragma unroll
     for (int i = 1; i < 8; i++) t = subc_cc(msm_half_r(i), s.l[i]);
-    (void)t;
     return subc(0, 0) != 0;
 }
 
-// Bits [offset, offset + bits) of s, bits <= 31; zero past bit 255.
-FR_HD uint32_t msm_bits(const fr_t& s, uint32_t offset, uint32_t bits) {
-    uint32_t word = offset / 32, shift = offset % 32;
-    if (word >= 8) return 0;
-    uint64_t v = s.l[word];
-    if (word + 1 < 8) v |= (uint64_t)s.l[word + 1] << 32;
-    return (uint32_t)(v >> shift) & ((1u << bits) - 1);
-}
 
 // The W signed digits of scalar s (32 bytes, any 256-bit value, in Montgomery form if asked):
 // emit(w, out) for each window w in order, out = MSM_NO_DIGIT for a zero digit, else the key
@@ -106,24 +98,42 @@ FR_HD void msm_scalar_digits(fr_t s, uint32_t window_bits, uint32_t n_windows, u
     bool negate = msm_above_half(s);
     if (negate) s = fr_neg(s);
     uint32_t half = 1u << (window_bits - 1);  // keys per window, whatever its width
-    uint32_t carry = 0, offset = 0;
-    for (uint32_t w = 0; w < n_windows; w++) {
-        uint32_t bits = w < wide_windows ? window_bits : window_bits - 1;
-        uint32_t v = msm_bits(s, offset, bits) + carry;
-        offset += bits;
-        uint32_t magnitude, sign;
-        if (v > (1u << (bits - 1))) {
-            magnitude = (1u << bits) - v;  // digit v - 2^bits < 0; zero when v = 2^bits
-            sign = 1;
-            carry = 1;
+    // The windows' bits are taken from the bottom of `buf`, which holds the next `have` bits of
+    // s and is refilled a limb at a time (the limb loop is unrolled, so every limb stays in a
+    // register: indexing s.l by a window's bit offset made ptxas select each window's two limbs
+    // out of all eight, most of the kernel's instructions). After the last limb the bits are
+    // zero. Windows are at most 31 bits, so `have` is below 32 whenever a limb goes in.
+    uint64_t buf = 0;
+    uint32_t have = 0, w = 0, carry = 0;
+#pragma unroll
+    for (int limb = 0; limb <= 8; limb++) {
+        if (w >= n_windows) break;
+        if (limb < 8) {
+            buf |= (uint64_t)s.l[limb] << have;
+            have += 32;
         } else {
-            magnitude = v;
-            sign = 0;
-            carry = 0;
+            have = 0xffffffffu;  // zeros from bit 256 on, as many as the last windows take
         }
-        uint32_t out = MSM_NO_DIGIT;
-        if (magnitude != 0) out = (w * half + magnitude - 1) | ((sign ^ (negate ? 1u : 0u)) << 31);
-        emit(w, out);
+        for (; w < n_windows; w++) {
+            uint32_t bits = w < wide_windows ? window_bits : window_bits - 1;
+            if (have < bits) break;
+            uint32_t v = ((uint32_t)buf & ((1u << bits) - 1)) + carry;
+            buf >>= bits;
+            have -= bits;
+            uint32_t magnitude, sign;
+            if (v > (1u << (bits - 1))) {
+                magnitude = (1u << bits) - v;  // digit v - 2^bits < 0; zero when v = 2^bits
+                sign = 1;
+                carry = 1;
+            } else {
+                magnitude = v;
+                sign = 0;
+                carry = 0;
+            }
+            uint32_t out = MSM_NO_DIGIT;
+            if (magnitude != 0) out = (w * half + magnitude - 1) | ((sign ^ (negate ? 1u : 0u)) << 31);
+            emit(w, out);
+        }
     }
 }
 
