@@ -486,7 +486,10 @@ mod tests {
         assert!(flags.contains(&"arch=compute_80,code=[sm_80,sm_86,sm_89]".to_string()));
         assert!(flags.contains(&"arch=compute_90,code=[sm_90,compute_90]".to_string()));
         let gencodes = flags.iter().filter(|f| *f == "-gencode").count();
-        assert_eq!(gencodes, 2, "one front-end run per major architecture: {flags:?}");
+        assert_eq!(
+            gencodes, 2,
+            "one front-end run per major architecture: {flags:?}"
+        );
         // Every SASS arch and the PTX appear exactly once.
         let codes: Vec<&str> = flags
             .iter()
