@@ -85,7 +85,6 @@ FR_HD bool msm_above_half(const fr_t& s) {
     return subc(0, 0) != 0;
 }
 
-
 // The W signed digits of scalar s (32 bytes, any 256-bit value, in Montgomery form if asked):
 // emit(w, out) for each window w in order, out = MSM_NO_DIGIT for a zero digit, else the key
 // w·half + |d| - 1 with the sign in bit 31. Windows [0, wide_windows) are window_bits wide, the

@@ -245,8 +245,9 @@ pub fn nvcc_flags(kernels_root: &Path) -> Vec<OsString> {
 /// The `-gencode` values: one per major architecture, whose SASS targets all come from the PTX
 /// of its oldest SASS architecture (`arch=compute_80,code=[sm_80,sm_86,sm_89]`), and the PTX
 /// itself with its major's group. Each virtual architecture is one front-end (cicc) run, about
-/// as long as a ptxas run for the MSM kernels, so this saves two of six compilations; the
-/// SASS is the same where, as here, no kernel tests `__CUDA_ARCH__`'s value.
+/// as long as a ptxas run for the MSM kernels, so this saves two of six compilations. Within a
+/// major the virtual architectures differ only in the PTX instructions they allow, and no
+/// kernel tests `__CUDA_ARCH__`'s value, so sm_86 and sm_89 lose nothing by compute_80's PTX.
 fn gencodes() -> Vec<String> {
     let mut groups: Vec<(u32, Vec<String>)> = Vec::new();
     for arch in SASS_ARCHS {
