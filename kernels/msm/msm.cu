@@ -338,6 +338,7 @@ extern "C" __global__ void msm_scatter(uint64_t* sorted, uint32_t* cursor, const
 #define MSM_BIN_PER 22u            // keys per thread of msm_sort_bins: a tile is MSM_BIN_PER·blockDim.x
 #define MSM_BIN_MAX_THREADS 1024u  // the most threads of a msm_sort_bins block
 #define MSM_BIG_BINS 1024u         // bins a block looks at together for big ones
+#define MSM_CLAIM_BATCH 2u         // bins per thread of msm_sort_bins whose room it claims together
 
 // out[b] = base + in[0] + ... + in[b - 1] for b < n, by the whole block (blockDim.x a multiple
 // of 32, at most MSM_BIN_MAX_THREADS; `in` may be `out`): thread t takes the entries [t·per,
@@ -438,9 +439,28 @@ extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
     }
     __syncthreads();
     uint32_t total = msm_block_scan(dest, start, bins, 0, scratch);
-    for (uint32_t b = tid; b < bins; b += threads) {
-        uint32_t count = dest[b];
-        if (count != 0) dest[b] = bin_offsets[w * bins + b] + atomicAdd(&bin_fill[w * bins + b], count);
+    // Each bin's room claimed, MSM_CLAIM_BATCH bins per thread at a time, their atomics issued
+    // before any result is used (4096 bins a window at G1 2^26: four per thread; one at a time,
+    // each waited for its atomic). A bin with no entry in the tile adds zero; a thread past the
+    // last bin makes no atomic (adding zero there instead put every such thread's atomic on one
+    // address: G1 2^24's first pass took 2.5 times as long).
+    for (uint32_t b0 = 0; b0 < bins; b0 += MSM_CLAIM_BATCH * threads) {
+        uint32_t off[MSM_CLAIM_BATCH], got[MSM_CLAIM_BATCH];
+#pragma unroll
+        for (uint32_t r = 0; r < MSM_CLAIM_BATCH; r++) {
+            uint32_t b = b0 + r * threads + tid;
+            off[r] = b < bins ? bin_offsets[w * bins + b] : 0u;
+        }
+#pragma unroll
+        for (uint32_t r = 0; r < MSM_CLAIM_BATCH; r++) {
+            uint32_t b = b0 + r * threads + tid;
+            got[r] = b < bins ? atomicAdd(&bin_fill[w * bins + b], dest[b]) : 0u;
+        }
+#pragma unroll
+        for (uint32_t r = 0; r < MSM_CLAIM_BATCH; r++) {
+            uint32_t b = b0 + r * threads + tid;
+            if (b < bins) dest[b] = off[r] + got[r];
+        }
     }
 #pragma unroll
     for (uint32_t r = 0; r < MSM_BIN_PER; r++) {
@@ -519,6 +539,27 @@ extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
     });
 }
 
+// f(in[j]) for j < n, thread t of the block taking j = t + i·blockDim.x in batches of
+// MSM_STAGE_BATCH: each batch's loads are issued before any f (the second pass spent most of
+// its time waiting on one load of `binned` after another, each behind the previous entry's
+// shared-memory atomic; session 30).
+#define MSM_STAGE_BATCH 16u
+template <class F>
+__device__ __forceinline__ void msm_each_stage_batch(const uint64_t* in, uint32_t n, F f) {
+    for (uint32_t j0 = 0; j0 < n; j0 += MSM_STAGE_BATCH * blockDim.x) {
+        uint64_t e[MSM_STAGE_BATCH];
+#pragma unroll
+        for (uint32_t r = 0; r < MSM_STAGE_BATCH; r++) {
+            uint32_t j = j0 + r * blockDim.x + threadIdx.x;
+            e[r] = j < n ? in[j] : 0;
+        }
+#pragma unroll
+        for (uint32_t r = 0; r < MSM_STAGE_BATCH; r++) {
+            if (j0 + r * blockDim.x + threadIdx.x < n) f(e[r]);
+        }
+    }
+}
+
 // Pass 2: block b takes bins b, b + gridDim.x, ... of the n_bins (all windows', laid out as
 // msm_bin_layout_t says). Dynamic shared memory: `cap` entries, then one counter per bucket of
 // the widest bin (8·cap + 4·2^(bin_log2 + wide_extra) bytes). A bin
@@ -549,17 +590,16 @@ extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
         if (n > cap) continue;  // below
         for (uint32_t k = threadIdx.x; k < keys; k += blockDim.x) place[k] = 0;
         __syncthreads();
-        for (uint32_t j = threadIdx.x; j < n; j += blockDim.x) {
-            atomicAdd(&place[(uint32_t)(binned[lo + j] >> 32) - k0], 1u);
-        }
+        // The bin's entries MSM_STAGE_BATCH per thread at a time, their loads issued together,
+        // so that a thread waits for memory once a batch rather than once an entry.
+        msm_each_stage_batch(binned + lo, n,
+                             [&](uint64_t e) { atomicAdd(&place[(uint32_t)(e >> 32) - k0], 1u); });
         __syncthreads();
         msm_block_scan(place, place, keys, 0, scratch);
         for (uint32_t k = threadIdx.x; k < keys; k += blockDim.x) offsets[k0 + k] = lo + place[k];
         __syncthreads();  // the counters become the buckets' next places below
-        for (uint32_t j = threadIdx.x; j < n; j += blockDim.x) {
-            uint64_t e = binned[lo + j];
-            stage[atomicAdd(&place[(uint32_t)(e >> 32) - k0], 1u)] = e;
-        }
+        msm_each_stage_batch(binned + lo, n,
+                             [&](uint64_t e) { stage[atomicAdd(&place[(uint32_t)(e >> 32) - k0], 1u)] = e; });
         __syncthreads();
         for (uint32_t j = threadIdx.x; j < n; j += blockDim.x) sorted[lo + j] = stage[j];
         __syncthreads();  // the counters and the stage are reused by the next bin
