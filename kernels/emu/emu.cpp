@@ -47,7 +47,8 @@ struct EmuKernel {
         EMU_KERNEL(msm_sum_##G, false), EMU_KERNEL(msm_test_##G, false),                       \
         EMU_KERNEL(msm_affine_pairs_##G, false), EMU_KERNEL(msm_affine_sums_##G, false),         \
         EMU_KERNEL(msm_inv_up_##G, false), EMU_KERNEL(msm_inv_down_##G, false),                  \
-        EMU_KERNEL(msm_inv_top_##G, true), EMU_KERNEL(msm_affine_buckets_##G, false)
+        EMU_KERNEL(msm_inv_top_##G, true), EMU_KERNEL(msm_affine_buckets_##G, false),            \
+        EMU_KERNEL(msm_affine_reduce_##G, false)
 
 static const EmuKernel emu_kernels[] = {
     EMU_KERNEL(msm_digits, false),

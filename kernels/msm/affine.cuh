@@ -775,6 +775,41 @@ __device__ __forceinline__ void msm_affine_buckets(xyzz_t<F>* buckets, const uin
     msm_store_words(&buckets[k0 + kappa], b);
 }
 
+// After the last round of the MSM's last chunk, in place of msm_affine_buckets and the bucket
+// reduction's first level (msm_reduce with first_level, kernels/msm/msm.cu), for keys [k0, k0 +
+// n_keys) of whole windows: thread t takes the `seg` keys [t·seg, t·seg + seg) after k0 and
+// writes that segment's C and R at segment (k0 / seg) + t, as msm_reduce does, with bucket j
+// the sum of key j's earlier chunks' bucket (unless `fresh`) and its values at `level`. Each
+// value goes into the running sum by a mixed addition, so a bucket costs one full addition
+// (the weighted sum's) besides its values' mixed ones, where msm_affine_buckets and the first
+// level took a mixed addition fewer and two full ones, and the buckets are neither written nor
+// read again.
+template <class F>
+__device__ __forceinline__ void msm_affine_reduce(xyzz_t<F>* out_c, xyzz_t<F>* out_r, const xyzz_t<F>* buckets,
+                                                  const uint32_t* offsets, uint32_t k0, uint32_t n_keys,
+                                                  uint32_t level, const uint64_t* sorted,
+                                                  const affine_t<F>* bases, uint64_t base_offset,
+                                                  msm_level_t<F> pts, uint32_t fresh, uint32_t seg) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_keys / seg) return;
+    uint32_t e0 = offsets[k0];
+    xyzz_t<F> running = xyzz_t<F>::inf();
+    xyzz_t<F> weighted = xyzz_t<F>::inf();
+    for (uint32_t j = seg; j-- > 0;) {
+        uint32_t kappa = t * seg + j;
+        if (!fresh) xyzz_add(running, msm_load_words(&buckets[k0 + kappa]));
+        msm_level_pos pos = msm_level_of(offsets, k0, e0, kappa, level);
+        for (uint32_t i = 0; i < pos.count; i++) {
+            xyzz_add_affine(running, msm_level_value<F>(level, pos.base + i, sorted, e0, bases, base_offset, pts));
+        }
+        if (j != 0) xyzz_add(weighted, running);
+    }
+    uint32_t out = k0 / seg + t;
+    xyzz_add(weighted, running);  // C = T + R
+    msm_store_words(&out_c[out], weighted);
+    msm_store_words(&out_r[out], running);
+}
+
 // Statistics of every group of `group_keys` keys among keys [0, n_keys), the last group possibly
 // shorter: out[2g] = group g's largest count (atomic max: out starts at zero), out[2g + 1] = its
 // number of entries. Each thread takes `per` consecutive keys and makes one atomic per group it
@@ -843,4 +878,11 @@ extern "C" __global__ void msm_affine_stats(uint32_t* out, const uint32_t* offse
         uint32_t cap) {                                                                                    \
         msm_affine_buckets<F>(buckets, offsets, k0, n_keys, level, sorted, bases, base_offset,             \
                               msm_level_t<F>{pts, cap}, fresh);                                            \
+    }                                                                                                      \
+    extern "C" __global__ void msm_affine_reduce_##G(                                                       \
+        xyzz_t<F>* out_c, xyzz_t<F>* out_r, const xyzz_t<F>* buckets, const uint32_t* offsets, uint32_t k0, \
+        uint32_t n_keys, uint32_t level, const uint64_t* sorted, const affine_t<F>* bases,                 \
+        uint64_t base_offset, F* pts, uint32_t fresh, uint32_t cap, uint32_t seg) {                        \
+        msm_affine_reduce<F>(out_c, out_r, buckets, offsets, k0, n_keys, level, sorted, bases, base_offset, \
+                             msm_level_t<F>{pts, cap}, fresh, seg);                                        \
     }

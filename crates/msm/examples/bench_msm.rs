@@ -21,6 +21,8 @@
 //! `--streamed-accumulation xyzz|batch-affine` the streamed plan's bucket sums;
 //! `--accumulate-seg N` the sorted entries per thread of the resident plan's first level;
 //! `--one-pass-sort` keeps the single-pass scatter where the plans would sort in two passes;
+//! `--unfused-reduce` has the batch-affine sums write the buckets and the bucket reduction read
+//! them (its first level not fused into the last chunk's sums, `MsmPlan::with_fused_reduce`);
 //! `--sort-tile-threads N` the threads per block of the two-pass sort's first pass;
 //! `--sort-stage-limit N` the most entries of a bin its second pass sorts in shared memory;
 //! `--affine-lanes N` (1 or 2), `--affine-scratch BYTES` and `--affine-block-inverse-max N` the
@@ -68,6 +70,7 @@ struct Args {
     affine_scratch: Option<usize>,
     affine_block_inverse_max: Option<usize>,
     one_pass_sort: bool,
+    unfused_reduce: bool,
     sort_tile_threads: Option<u32>,
     sort_stage_limit: Option<usize>,
     scalar_bits: Option<u32>,
@@ -79,6 +82,9 @@ impl Args {
     fn affine_layout(&self, mut plan: MsmPlan) -> MsmPlan {
         if self.one_pass_sort {
             plan = plan.with_two_pass_sort(false);
+        }
+        if self.unfused_reduce {
+            plan = plan.with_fused_reduce(false);
         }
         if let Some(threads) = self.sort_tile_threads {
             plan = plan.with_sort_tile_threads(threads);
@@ -108,6 +114,7 @@ fn same_layout(plan: &MsmPlan, p: MsmPlan) -> MsmPlan {
         .with_sort_tile_threads(plan.sort_tile_threads)
         .with_sort_stage_limit(plan.sort_stage_limit)
         .with_affine_block_inverse_max(plan.affine_block_inverse_max)
+        .with_fused_reduce(plan.fused_reduce)
         .with_affine_lanes(plan.affine_lanes)
         .with_affine_scratch(plan.affine_budget)
 }
@@ -151,6 +158,7 @@ fn parse_args() -> Args {
             .map(|v| v.parse().expect("a window width")),
         accumulate_seg: get("--accumulate-seg").map(|v| v.parse().expect("entries per thread")),
         one_pass_sort: argv.iter().any(|a| a == "--one-pass-sort"),
+        unfused_reduce: argv.iter().any(|a| a == "--unfused-reduce"),
         sort_tile_threads: get("--sort-tile-threads").map(|v| v.parse().expect("threads")),
         sort_stage_limit: get("--sort-stage-limit").map(|v| v.parse().expect("entries")),
         scalar_bits: get("--scalar-bits").map(|v| {

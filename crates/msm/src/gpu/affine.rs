@@ -93,13 +93,25 @@ pub(crate) struct SortedChunk<'a, B> {
     pub(crate) base_offset: usize,
 }
 
+/// The bucket reduction's first level, which the MSM's last chunk writes in place of its
+/// buckets ([`MsmPlan::fuses_first_reduce`]): each segment's `C` and `R`, as `msm_reduce` with
+/// `first_level` writes them, segments of `seg` buckets.
+pub(crate) struct FirstReduce<'a, B> {
+    pub(crate) c: &'a B,
+    pub(crate) r: &'a B,
+    pub(crate) seg: usize,
+}
+
 /// Adds the chunk's sorted entries into `buckets`, group of windows by group, by batch-affine
 /// rounds: group `g` on lane `g % lanes`, with that lane's workspace (`ws`: one per lane). The
 /// side lane starts once the chunk's sort is done (an event), and the main lane waits for it
 /// before this returns, error or not, so later work (the next chunk's sort, the reduction, the
-/// buffers' reuse) finds every group summed. Groups write disjoint ranges of `buckets` and only
-/// read the chunk. `fresh`: the MSM's first chunk, so every bucket is written without being
-/// read (infinity where the chunk has no entry for it): the buckets need no clearing before.
+/// buffers' reuse) finds every group summed. Groups write disjoint ranges of `buckets` (or of
+/// `reduce`'s arrays) and only read the chunk. `fresh`: the MSM's first chunk, so every bucket
+/// is written without being read (infinity where the chunk has no entry for it): the buckets
+/// need no clearing before. With `reduce` (the last chunk), each group writes its windows'
+/// segments of the reduction's first level instead of its buckets, from the buckets (unless
+/// `fresh`) and its last values.
 pub(crate) fn accumulate<E: Exec, C: GpuCurve>(
     exec: &E,
     plan: &MsmPlan,
@@ -107,6 +119,7 @@ pub(crate) fn accumulate<E: Exec, C: GpuCurve>(
     buckets: &E::Buf,
     chunk: &SortedChunk<'_, E::Buf>,
     fresh: bool,
+    reduce: Option<&FirstReduce<'_, E::Buf>>,
 ) -> Result<(), GpuMsmError> {
     let group_windows = plan.affine_group_windows.max(1);
     let per_window = plan.buckets_per_window();
@@ -140,8 +153,23 @@ pub(crate) fn accumulate<E: Exec, C: GpuCurve>(
                 round::<E, C>(&lanes[l], &mut ws[l], chunk, &group, block_max)?;
             }
             let span = (pass.k0, pass.n_keys);
-            affine_buckets::<E, C>(&lanes[l], &ws[l], buckets, chunk, span, pass.rounds, fresh)?;
-            lanes[l].mark("buckets")?;
+            let lane = &lanes[l];
+            match reduce {
+                None => {
+                    affine_buckets::<E, C>(lane, &ws[l], buckets, chunk, span, pass.rounds, fresh)?
+                }
+                Some(first) => affine_reduce::<E, C>(
+                    lane,
+                    &ws[l],
+                    buckets,
+                    chunk,
+                    span,
+                    pass.rounds,
+                    fresh,
+                    first,
+                )?,
+            }
+            lane.mark("buckets")?;
         }
         Ok(())
     };
@@ -491,6 +519,47 @@ fn affine_buckets<E: Exec, C: GpuCurve>(
             Arg::Buf(pts),
             Arg::U32(u32::from(fresh)),
             Arg::U32(cap),
+        ],
+    )
+}
+
+/// msm_affine_reduce_<g>: the reduction's first level over the buckets `k0..k0 + n_keys` (whole
+/// windows), from each bucket (unless `fresh`) and its last values (level `level`).
+#[allow(clippy::too_many_arguments)]
+fn affine_reduce<E: Exec, C: GpuCurve>(
+    exec: &E,
+    ws: &AffineWorkspace<E::Buf>,
+    buckets: &E::Buf,
+    chunk: &SortedChunk<'_, E::Buf>,
+    (k0, n_keys): (usize, usize),
+    level: u32,
+    fresh: bool,
+    first: &FirstReduce<'_, E::Buf>,
+) -> Result<(), GpuMsmError> {
+    assert!(
+        k0 % first.seg == 0 && n_keys % first.seg == 0,
+        "a group's buckets are whole segments"
+    );
+    let (pts, cap, _) = inputs(ws, level);
+    exec.launch(
+        kernels_of::<C>().affine_reduce,
+        blocks(n_keys / first.seg, POINT_BLOCK)?,
+        POINT_BLOCK,
+        &[
+            Arg::Buf(first.c),
+            Arg::Buf(first.r),
+            Arg::Buf(buckets),
+            Arg::Buf(chunk.offsets),
+            Arg::U32(u32_arg(k0, "first bucket")?),
+            Arg::U32(u32_arg(n_keys, "buckets")?),
+            Arg::U32(level),
+            Arg::Buf(chunk.sorted),
+            Arg::Buf(chunk.bases),
+            Arg::U64(chunk.base_offset as u64),
+            Arg::Buf(pts),
+            Arg::U32(u32::from(fresh)),
+            Arg::U32(cap),
+            Arg::U32(u32_arg(first.seg, "reduction segment")?),
         ],
     )
 }

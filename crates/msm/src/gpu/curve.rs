@@ -60,6 +60,7 @@ pub(crate) struct GroupKernels {
     pub(crate) inv_down: &'static str,
     pub(crate) inv_top: &'static str,
     pub(crate) affine_buckets: &'static str,
+    pub(crate) affine_reduce: &'static str,
     pub(crate) bench_madd: &'static str,
 }
 
@@ -78,6 +79,7 @@ const G1_KERNELS: GroupKernels = GroupKernels {
     inv_down: "msm_inv_down_g1",
     inv_top: "msm_inv_top_g1",
     affine_buckets: "msm_affine_buckets_g1",
+    affine_reduce: "msm_affine_reduce_g1",
     bench_madd: "msm_bench_madd_g1",
 };
 
@@ -96,6 +98,7 @@ const G2_KERNELS: GroupKernels = GroupKernels {
     inv_down: "msm_inv_down_g2",
     inv_top: "msm_inv_top_g2",
     affine_buckets: "msm_affine_buckets_g2",
+    affine_reduce: "msm_affine_reduce_g2",
     bench_madd: "msm_bench_madd_g2",
 };
 
@@ -134,6 +137,7 @@ pub(crate) const KERNEL_NAMES: &[&str] = &[
     "msm_inv_down_g1",
     "msm_inv_top_g1",
     "msm_affine_buckets_g1",
+    "msm_affine_reduce_g1",
     "msm_accumulate_g2",
     "msm_merge_g2",
     "msm_reduce_g2",
@@ -148,6 +152,7 @@ pub(crate) const KERNEL_NAMES: &[&str] = &[
     "msm_inv_down_g2",
     "msm_inv_top_g2",
     "msm_affine_buckets_g2",
+    "msm_affine_reduce_g2",
     "msm_test_fp",
     "msm_test_fp2",
     "msm_bench_fp_mul",

@@ -11,15 +11,17 @@
 //! counting sort overlaps the copy of the bases). Copies come straight from a caller's pinned
 //! memory; pageable memory is first copied by the host into a ring of two pinned staging
 //! buffers, which the host fills while the device copies and computes the chunks before.
-//! After the last chunk the buckets are reduced level by level on the device; the last few sums
-//! of each window and the combination of the windows run on the host.
+//! After the last chunk the buckets are reduced level by level on the device (in G1 with
+//! batch-affine sums the last chunk's sums write the first level themselves,
+//! `MsmPlan::fuses_first_reduce`); the last few sums of each window and the combination of the
+//! windows run on the host.
 
-use super::affine::{self, AffineWorkspace, SortedChunk};
+use super::affine::{self, AffineWorkspace, FirstReduce, SortedChunk};
 use super::curve::{kernels_of, GpuCurve};
 use super::exec::{blocks, u32_arg, Arg, Exec};
 use super::plan::{
     Accumulation, MsmPlan, SortBins, DIGITS_BINS_THREADS, INT_BLOCK, MERGE_SEG, POINT_BLOCK,
-    SCATTER_PER,
+    REDUCE_SEG, SCATTER_PER,
 };
 use super::{GpuMsmError, ScalarForm};
 use crate::reference::combine_windows_of_widths;
@@ -239,6 +241,8 @@ pub(crate) fn msm<E: Exec, C: GpuCurve>(
         exec.copies_wait_for(&allocated)?;
     }
 
+    // The reduction's first level, where the last chunk's sums write it.
+    let mut first_level: Option<(E::Buf, E::Buf)> = None;
     let mut run_chunks = || -> Result<(), GpuMsmError> {
         for chunk in 0..plan.n_chunks {
             let (start, m) = plan.chunk(chunk);
@@ -275,7 +279,25 @@ pub(crate) fn msm<E: Exec, C: GpuCurve>(
                 base_stage.copy_chunk(exec, &bases, next, next_slot, (next_start, next_m))?;
             }
             let base_chunk = base_stage.chunk_buffer(&bases, slot, start);
-            sum_chunk::<E, C>(exec, plan, &mut ws, base_chunk, m, chunk == 0)?;
+            let reduce = if chunk + 1 == plan.n_chunks && plan.fuses_first_reduce() {
+                first_level = Some(first_level_arrays(exec, plan)?);
+                first_level.as_ref().map(|(c, r)| FirstReduce {
+                    c,
+                    r,
+                    seg: REDUCE_SEG,
+                })
+            } else {
+                None
+            };
+            sum_chunk::<E, C>(
+                exec,
+                plan,
+                &mut ws,
+                base_chunk,
+                m,
+                chunk == 0,
+                reduce.as_ref(),
+            )?;
             if streaming {
                 slot_free[slot] = Some(exec.record_compute()?);
             }
@@ -291,7 +313,14 @@ pub(crate) fn msm<E: Exec, C: GpuCurve>(
         }
         return Err(e);
     }
-    finish::<E, C>(exec, plan, &mut ws)
+    finish::<E, C>(exec, plan, &mut ws, first_level)
+}
+
+/// The (C, R) arrays of the reduction's first level, as [`finish`] allocates them.
+fn first_level_arrays<E: Exec>(exec: &E, plan: &MsmPlan) -> Result<(E::Buf, E::Buf), GpuMsmError> {
+    let n_segments = plan.n_windows as usize * plan.buckets_per_window() / REDUCE_SEG;
+    let bytes = n_segments * plan.group.xyzz_bytes();
+    Ok((exec.alloc(bytes)?, exec.alloc(bytes)?))
 }
 
 /// Sorts one chunk's digits by bucket (the scalars alone): `ws.sorted`, with each bucket's first
@@ -444,7 +473,8 @@ fn msm_sort_two_passes<E: Exec>(
 }
 
 /// Adds the sorted chunk's `m` points into the buckets; `first`: the MSM's first chunk, which
-/// finds every bucket infinity.
+/// finds every bucket infinity. With `reduce` (batch-affine sums, the last chunk: see
+/// [`MsmPlan::fuses_first_reduce`]) the chunk's sums go into the reduction's first level instead.
 fn sum_chunk<E: Exec, C: GpuCurve>(
     exec: &E,
     plan: &MsmPlan,
@@ -452,6 +482,7 @@ fn sum_chunk<E: Exec, C: GpuCurve>(
     (bases, base_offset): (&E::Buf, usize),
     m: usize,
     first: bool,
+    reduce: Option<&FirstReduce<'_, E::Buf>>,
 ) -> Result<(), GpuMsmError> {
     let g = plan.total_buckets();
     match &mut ws.sums {
@@ -462,7 +493,7 @@ fn sum_chunk<E: Exec, C: GpuCurve>(
                 bases,
                 base_offset,
             };
-            affine::accumulate::<E, C>(exec, plan, affine_ws, &ws.buckets, &chunk, first)
+            affine::accumulate::<E, C>(exec, plan, affine_ws, &ws.buckets, &chunk, first, reduce)
         }
         BucketSums::Xyzz {
             part_keys,
@@ -739,11 +770,14 @@ fn weighted_sum<C: GpuCurve>(points: &[C::Projective], weight_offset: usize) -> 
     weighted
 }
 
-/// Reduces the buckets, finishes each window on the host and combines the windows.
+/// Reduces the buckets, finishes each window on the host and combines the windows. With
+/// `first_level`, the last chunk's sums have written the reduction's first level there
+/// ([`MsmPlan::fuses_first_reduce`]), and the device levels start from it.
 fn finish<E: Exec, C: GpuCurve>(
     exec: &E,
     plan: &MsmPlan,
     ws: &mut Workspace<E::Buf>,
+    mut first_level: Option<(E::Buf, E::Buf)>,
 ) -> Result<C::Projective, GpuMsmError> {
     let w = plan.n_windows as usize;
     let xyzz = plan.group.xyzz_bytes();
@@ -767,6 +801,16 @@ fn finish<E: Exec, C: GpuCurve>(
             out_len /= level.seg;
             let n_segments = w * out_len;
             let last = i + 1 == levels.len();
+            if let Some(done) = first_level.take().filter(|_| level.first) {
+                // Written by the last chunk's sums, at this level's size.
+                debug_assert_eq!(level.seg, REDUCE_SEG);
+                if last {
+                    last_pair = Some(done);
+                } else {
+                    scratch[0] = Some(done);
+                }
+                continue;
+            }
             if last {
                 last_pair = Some((
                     exec.alloc(n_segments * xyzz)?,

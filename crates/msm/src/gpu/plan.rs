@@ -546,6 +546,9 @@ pub struct MsmPlan {
     /// The most entries of a bin the second pass sorts in shared memory, below what
     /// [`sort_shared`](Self::sort_shared) allows (tests make it small to reach the slow way).
     pub sort_stage_limit: usize,
+    /// Whether batch-affine sums end the last chunk with the bucket reduction's first level
+    /// ([`MsmPlan::fuses_first_reduce`]); on by default.
+    pub fused_reduce: bool,
 }
 
 /// Sorted entries per thread of the first level of the XYZZ bucket sums, for a chunk of
@@ -683,6 +686,7 @@ impl MsmPlan {
             sort_shared: DEFAULT_SORT_SHARED,
             sort_tile_threads: 0,
             sort_stage_limit: usize::MAX,
+            fused_reduce: true,
         };
         plan.fit_affine(DEFAULT_AFFINE_SCRATCH, DEFAULT_AFFINE_LANES);
         plan
@@ -746,6 +750,29 @@ impl MsmPlan {
     pub fn with_two_pass_sort(mut self, on: bool) -> Self {
         self.two_pass_sort = on;
         self
+    }
+
+    /// The same plan with the batch-affine sums' last chunk fused with the bucket reduction's
+    /// first level (`true`, the default) or not ([`MsmPlan::fuses_first_reduce`]).
+    pub fn with_fused_reduce(mut self, on: bool) -> Self {
+        self.fused_reduce = on;
+        self
+    }
+
+    /// Whether the last chunk's batch-affine sums also run the bucket reduction's first level
+    /// (kernels/msm/affine.cuh, `msm_affine_reduce`): each group of windows, on its lane, adds
+    /// its buckets' last values straight into the first level's running sums with mixed
+    /// additions, in place of `msm_affine_buckets` writing the buckets and the first level
+    /// reading them back (one full addition a bucket fewer, and the level overlaps the other
+    /// lane's rounds). Taken in G1 with batch-affine sums where the reduction has device levels
+    /// and [`fused_reduce`](Self::fused_reduce) is on. Measured on the H200 (docs/benchmarks.md,
+    /// session 30): G1 2^24 85.1 → 84.2 ms, G1 2^26 302.8 → 301.8; G2 2^24 218.4 → 219.2, whose
+    /// fused kernel keeps 1.8 KB a thread on its stack (the called Fp2 formulas), so not G2.
+    pub fn fuses_first_reduce(&self) -> bool {
+        self.fused_reduce
+            && self.group == Group::G1
+            && self.accumulation == Accumulation::BatchAffine
+            && self.buckets_per_window() > REDUCE_FINAL
     }
 
     /// The same plan with `bytes` of shared memory per block for the two-pass sort's kernels
@@ -985,7 +1012,8 @@ impl MsmPlan {
         .with_sort_shared(self.sort_shared)
         .with_sort_tile_threads(self.sort_tile_threads)
         .with_sort_stage_limit(self.sort_stage_limit)
-        .with_affine_block_inverse_max(self.affine_block_inverse_max);
+        .with_affine_block_inverse_max(self.affine_block_inverse_max)
+        .with_fused_reduce(self.fused_reduce);
         plan.fit_affine(self.affine_budget, self.affine_lanes);
         plan
     }
@@ -1616,6 +1644,33 @@ mod tests {
         let wide = MsmPlan::with_window_bits(1 << 26, Group::G1, 132, 22, DEFAULT_RESIDENT_CHUNK);
         let wide_segs: Vec<usize> = wide.reduce_levels().0.iter().map(|l| l.seg).collect();
         assert_eq!(wide_segs, vec![16, 16, 4, 4, 4, 4, 4]);
+    }
+
+    /// The reduction's first level is fused into the last chunk's sums only in G1, with
+    /// batch-affine sums, where the reduction has device levels, and unless turned off.
+    #[test]
+    fn first_reduce_fused_in_g1_batch_affine_only() {
+        let plan = |group, c| {
+            MsmPlan::with_window_bits(1 << 20, group, 132, c, 1 << 20)
+                .with_accumulation(Accumulation::BatchAffine)
+        };
+        assert!(plan(Group::G1, 16).fuses_first_reduce());
+        assert!(!plan(Group::G1, 16)
+            .with_fused_reduce(false)
+            .fuses_first_reduce());
+        assert!(!plan(Group::G2, 16).fuses_first_reduce());
+        assert!(!plan(Group::G1, 16)
+            .with_accumulation(Accumulation::Xyzz)
+            .fuses_first_reduce());
+        // 2^(c−1) = 16 buckets a window: no device level, the host reduces them.
+        assert!(plan(Group::G1, 5).reduce_levels().0.is_empty());
+        assert!(!plan(Group::G1, 5).fuses_first_reduce());
+        assert!(plan(Group::G1, 6).fuses_first_reduce());
+        // Kept through a rebuild with shorter chunks.
+        let off = plan(Group::G1, 16)
+            .with_fused_reduce(false)
+            .with_max_chunk(1 << 18);
+        assert!(!off.fused_reduce);
     }
 
     #[test]

@@ -660,6 +660,9 @@ fn check_msm<E: Exec, C: TestCurve>(
     // and up the tree to a level of at most 20 values (G2: its top's 1024), inverted blockwise.
     let tree = affine.clone().with_affine_block_inverse_max(0);
     let tree_then_blocks = affine.clone().with_affine_block_inverse_max(20);
+    // The buckets written and the reduction's first level run on its own (the default fuses
+    // them in G1, MsmPlan::fuses_first_reduce).
+    let unfused = affine.clone().with_fused_reduce(false);
     let runs = [
         (&affine, ScalarForm::Montgomery, Input::Device),
         (&affine, ScalarForm::Canonical, Input::Device),
@@ -671,6 +674,7 @@ fn check_msm<E: Exec, C: TestCurve>(
         (&tree, ScalarForm::Montgomery, Input::Device),
         (&tree_then_blocks, ScalarForm::Canonical, Input::Device),
         (&two_pass, ScalarForm::Montgomery, Input::Host),
+        (&unfused, ScalarForm::Montgomery, Input::Host),
     ];
     for (plan, form, input) in runs {
         let got = run_msm::<E, C>(exec, plan, bases, scalars, form, input);
@@ -678,7 +682,8 @@ fn check_msm<E: Exec, C: TestCurve>(
             got,
             want,
             "{} MSM of {} points ({what}), window {}, chunks of {}, {:?} in groups of {} windows \
-             on {} lanes, scatter in {} parts (bins {:?}), {form:?}, inputs {input:?}",
+             on {} lanes, scatter in {} parts (bins {:?}), first reduction level fused {}, \
+             {form:?}, inputs {input:?}",
             C::NAME,
             bases.len(),
             plan.window_bits,
@@ -688,6 +693,7 @@ fn check_msm<E: Exec, C: TestCurve>(
             plan.affine_lanes_used(),
             plan.scatter_parts(),
             plan.sort_bins(),
+            plan.fuses_first_reduce(),
         );
     }
 }
