@@ -19,7 +19,9 @@
 // the arrays: size_{L+1} ≤ ⌊(size_L + n_keys) / 2⌋. No prefix sums are needed: each round
 // writes the key of every slot it fills (key + 1; zero marks a gap), and level 0's keys are in
 // the sorted entries. After enough rounds every key has at most AFFINE_TAIL values
-// (crates/msm/src/gpu/affine.rs), which msm_affine_buckets adds into its XYZZ bucket.
+// (crates/msm/src/gpu/affine.rs), which msm_affine_buckets adds into its XYZZ bucket, or, in the
+// MSM's last chunk where the plan fuses them, msm_affine_reduce into the bucket reduction's first
+// level.
 //
 // One round (level L → L + 1):
 // 0. msm_affine_slots: one thread per input value writes the key of its pair's output slot
@@ -780,10 +782,10 @@ __device__ __forceinline__ void msm_affine_buckets(xyzz_t<F>* buckets, const uin
 // n_keys) of whole windows: thread t takes the `seg` keys [t·seg, t·seg + seg) after k0 and
 // writes that segment's C and R at segment (k0 / seg) + t, as msm_reduce does, with bucket j
 // the sum of key j's earlier chunks' bucket (unless `fresh`) and its values at `level`. Each
-// value goes into the running sum by a mixed addition, so a bucket costs one full addition
-// (the weighted sum's) besides its values' mixed ones, where msm_affine_buckets and the first
-// level took a mixed addition fewer and two full ones, and the buckets are neither written nor
-// read again.
+// value goes into the running sum by a mixed addition: the buckets are neither written nor read
+// again, and when `fresh` a bucket costs one full addition (the weighted sum's) besides its
+// values' mixed ones, where msm_affine_buckets and the first level took a mixed addition fewer
+// and two full ones (with earlier chunks the additions are the same).
 template <class F>
 __device__ __forceinline__ void msm_affine_reduce(xyzz_t<F>* out_c, xyzz_t<F>* out_r, const xyzz_t<F>* buckets,
                                                   const uint32_t* offsets, uint32_t k0, uint32_t n_keys,

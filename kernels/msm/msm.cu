@@ -37,7 +37,9 @@
 //    list. An unused slot carries its neighbour's key with the EMPTY flag, so the list stays
 //    sorted and its point is never read.
 // 6. msm_reduce_<g>: per window, Σ_k k·B_k over the buckets, by running sums over segments of S
-//    buckets in parallel and the same reduction again over the segments' sums (see the kernel).
+//    buckets in parallel and the same reduction again over the segments' sums (see the kernel;
+//    with batch-affine sums in G1, the last chunk's msm_affine_reduce_g1, affine.cuh, writes the
+//    first level).
 //    The last few sums per window and the combination of the windows are done on the host.
 //
 // Memory traffic per chunk: scalars 32·m bytes; digit keys (4·m·W bytes) and sorted entries

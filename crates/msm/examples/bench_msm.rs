@@ -22,7 +22,8 @@
 //! `--accumulate-seg N` the sorted entries per thread of the resident plan's first level;
 //! `--one-pass-sort` keeps the single-pass scatter where the plans would sort in two passes;
 //! `--unfused-reduce` has the batch-affine sums write the buckets and the bucket reduction read
-//! them (its first level not fused into the last chunk's sums, `MsmPlan::with_fused_reduce`);
+//! them (its first level not fused into the last chunk's sums, `MsmPlan::with_fused_reduce`;
+//! the default in G2), `--fused-reduce` fuses them (the default in G1);
 //! `--sort-tile-threads N` the threads per block of the two-pass sort's first pass;
 //! `--sort-stage-limit N` the most entries of a bin its second pass sorts in shared memory;
 //! `--affine-lanes N` (1 or 2), `--affine-scratch BYTES` and `--affine-block-inverse-max N` the
@@ -70,7 +71,7 @@ struct Args {
     affine_scratch: Option<usize>,
     affine_block_inverse_max: Option<usize>,
     one_pass_sort: bool,
-    unfused_reduce: bool,
+    fused_reduce: Option<bool>,
     sort_tile_threads: Option<u32>,
     sort_stage_limit: Option<usize>,
     scalar_bits: Option<u32>,
@@ -83,8 +84,8 @@ impl Args {
         if self.one_pass_sort {
             plan = plan.with_two_pass_sort(false);
         }
-        if self.unfused_reduce {
-            plan = plan.with_fused_reduce(false);
+        if let Some(on) = self.fused_reduce {
+            plan = plan.with_fused_reduce(on);
         }
         if let Some(threads) = self.sort_tile_threads {
             plan = plan.with_sort_tile_threads(threads);
@@ -158,7 +159,13 @@ fn parse_args() -> Args {
             .map(|v| v.parse().expect("a window width")),
         accumulate_seg: get("--accumulate-seg").map(|v| v.parse().expect("entries per thread")),
         one_pass_sort: argv.iter().any(|a| a == "--one-pass-sort"),
-        unfused_reduce: argv.iter().any(|a| a == "--unfused-reduce"),
+        fused_reduce: if argv.iter().any(|a| a == "--unfused-reduce") {
+            Some(false)
+        } else if argv.iter().any(|a| a == "--fused-reduce") {
+            Some(true)
+        } else {
+            None
+        },
         sort_tile_threads: get("--sort-tile-threads").map(|v| v.parse().expect("threads")),
         sort_stage_limit: get("--sort-stage-limit").map(|v| v.parse().expect("entries")),
         scalar_bits: get("--scalar-bits").map(|v| {

@@ -154,21 +154,16 @@ pub(crate) fn accumulate<E: Exec, C: GpuCurve>(
             }
             let span = (pass.k0, pass.n_keys);
             let lane = &lanes[l];
-            match reduce {
-                None => {
-                    affine_buckets::<E, C>(lane, &ws[l], buckets, chunk, span, pass.rounds, fresh)?
-                }
-                Some(first) => affine_reduce::<E, C>(
-                    lane,
-                    &ws[l],
-                    buckets,
-                    chunk,
-                    span,
-                    pass.rounds,
-                    fresh,
-                    first,
-                )?,
-            }
+            affine_tail::<E, C>(
+                lane,
+                &ws[l],
+                buckets,
+                chunk,
+                span,
+                pass.rounds,
+                fresh,
+                reduce,
+            )?;
             lane.mark("buckets")?;
         }
         Ok(())
@@ -233,8 +228,8 @@ fn round<E: Exec, C: GpuCurve>(
     exec.mark("sums")
 }
 
-/// Values a bucket may still hold after the rounds: msm_affine_buckets adds them with mixed XYZZ
-/// additions. The last rounds of a group mostly copy the one value most buckets have left into
+/// Values a bucket may still hold after the rounds: msm_affine_buckets (or, fused with the
+/// reduction's first level, msm_affine_reduce) adds them with mixed XYZZ additions. The last rounds of a group mostly copy the one value most buckets have left into
 /// the next level, at the full fixed cost of a round (launches and an inversion tree); stopping
 /// once no bucket holds more than this many values saves about two rounds of seven at 2^24
 /// points (random scalars), for one XYZZ addition in about half the buckets.
@@ -491,42 +486,12 @@ fn invert<E: Exec, C: GpuCurve>(
     Ok(())
 }
 
-/// msm_affine_buckets_<g>: each bucket's last value (level `level`) into its XYZZ bucket, for
-/// the buckets `k0..k0 + n_keys` (each written from infinity when `fresh`, also where empty).
-fn affine_buckets<E: Exec, C: GpuCurve>(
-    exec: &E,
-    ws: &AffineWorkspace<E::Buf>,
-    buckets: &E::Buf,
-    chunk: &SortedChunk<'_, E::Buf>,
-    (k0, n_keys): (usize, usize),
-    level: u32,
-    fresh: bool,
-) -> Result<(), GpuMsmError> {
-    let (pts, cap, _) = inputs(ws, level);
-    exec.launch(
-        kernels_of::<C>().affine_buckets,
-        blocks(n_keys, POINT_BLOCK)?,
-        POINT_BLOCK,
-        &[
-            Arg::Buf(buckets),
-            Arg::Buf(chunk.offsets),
-            Arg::U32(u32_arg(k0, "first bucket")?),
-            Arg::U32(u32_arg(n_keys, "buckets")?),
-            Arg::U32(level),
-            Arg::Buf(chunk.sorted),
-            Arg::Buf(chunk.bases),
-            Arg::U64(chunk.base_offset as u64),
-            Arg::Buf(pts),
-            Arg::U32(u32::from(fresh)),
-            Arg::U32(cap),
-        ],
-    )
-}
-
-/// msm_affine_reduce_<g>: the reduction's first level over the buckets `k0..k0 + n_keys` (whole
-/// windows), from each bucket (unless `fresh`) and its last values (level `level`).
+/// The last values of the buckets `k0..k0 + n_keys` (level `level`) after a group's rounds.
+/// msm_affine_buckets_<g> adds them into their XYZZ buckets (each written from infinity when
+/// `fresh`, also where empty); with `first`, msm_affine_reduce_<g> adds them into the
+/// reduction's first level instead (the buckets whole windows), from each bucket unless `fresh`.
 #[allow(clippy::too_many_arguments)]
-fn affine_reduce<E: Exec, C: GpuCurve>(
+fn affine_tail<E: Exec, C: GpuCurve>(
     exec: &E,
     ws: &AffineWorkspace<E::Buf>,
     buckets: &E::Buf,
@@ -534,34 +499,43 @@ fn affine_reduce<E: Exec, C: GpuCurve>(
     (k0, n_keys): (usize, usize),
     level: u32,
     fresh: bool,
-    first: &FirstReduce<'_, E::Buf>,
+    first: Option<&FirstReduce<'_, E::Buf>>,
 ) -> Result<(), GpuMsmError> {
-    assert!(
-        k0 % first.seg == 0 && n_keys % first.seg == 0,
-        "a group's buckets are whole segments"
-    );
     let (pts, cap, _) = inputs(ws, level);
-    exec.launch(
-        kernels_of::<C>().affine_reduce,
-        blocks(n_keys / first.seg, POINT_BLOCK)?,
-        POINT_BLOCK,
-        &[
-            Arg::Buf(first.c),
-            Arg::Buf(first.r),
-            Arg::Buf(buckets),
-            Arg::Buf(chunk.offsets),
-            Arg::U32(u32_arg(k0, "first bucket")?),
-            Arg::U32(u32_arg(n_keys, "buckets")?),
-            Arg::U32(level),
-            Arg::Buf(chunk.sorted),
-            Arg::Buf(chunk.bases),
-            Arg::U64(chunk.base_offset as u64),
-            Arg::Buf(pts),
-            Arg::U32(u32::from(fresh)),
-            Arg::U32(cap),
-            Arg::U32(u32_arg(first.seg, "reduction segment")?),
-        ],
-    )
+    // The kernels' arguments: msm_affine_reduce's two outputs first and its segment last,
+    // around msm_affine_buckets' own.
+    let mut args = Vec::with_capacity(14);
+    if let Some(first) = first {
+        if k0 % first.seg != 0 || n_keys % first.seg != 0 {
+            return Err(GpuMsmError::Internal(format!(
+                "buckets {k0}..{} are not whole reduction segments of {}",
+                k0 + n_keys,
+                first.seg
+            )));
+        }
+        args.extend([Arg::Buf(first.c), Arg::Buf(first.r)]);
+    }
+    args.extend([
+        Arg::Buf(buckets),
+        Arg::Buf(chunk.offsets),
+        Arg::U32(u32_arg(k0, "first bucket")?),
+        Arg::U32(u32_arg(n_keys, "buckets")?),
+        Arg::U32(level),
+        Arg::Buf(chunk.sorted),
+        Arg::Buf(chunk.bases),
+        Arg::U64(chunk.base_offset as u64),
+        Arg::Buf(pts),
+        Arg::U32(u32::from(fresh)),
+        Arg::U32(cap),
+    ]);
+    let (kernel, threads) = match first {
+        None => (kernels_of::<C>().affine_buckets, n_keys),
+        Some(first) => {
+            args.push(Arg::U32(u32_arg(first.seg, "reduction segment")?));
+            (kernels_of::<C>().affine_reduce, n_keys / first.seg)
+        }
+    };
+    exec.launch(kernel, blocks(threads, POINT_BLOCK)?, POINT_BLOCK, &args)
 }
 
 #[cfg(test)]

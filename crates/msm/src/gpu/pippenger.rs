@@ -228,7 +228,8 @@ pub(crate) fn msm<E: Exec, C: GpuCurve>(
     exec.mark("start")?;
     let mut ws = Workspace::new(exec, plan)?;
     if plan.accumulation == Accumulation::Xyzz {
-        // The batch-affine sums write every bucket in the first chunk (msm_affine_buckets).
+        // The batch-affine sums write every bucket in the first chunk (msm_affine_buckets), or,
+        // in a single-chunk MSM that fuses the reduction's first level, never use them.
         exec.zero(&mut ws.buckets)?;
     }
     let mut base_stage = Staging::new(exec, plan, plan.group.affine_bytes(), &bases)?;
@@ -499,6 +500,10 @@ fn sum_chunk<E: Exec, C: GpuCurve>(
             part_keys,
             part_points,
         } => {
+            debug_assert!(
+                reduce.is_none(),
+                "only batch-affine sums fuse the reduction"
+            );
             let t0 = plan.accumulate_threads(m);
             let sorted = (&ws.sorted, &ws.counts);
             msm_accumulate::<E, C>(

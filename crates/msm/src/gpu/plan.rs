@@ -547,7 +547,7 @@ pub struct MsmPlan {
     /// [`sort_shared`](Self::sort_shared) allows (tests make it small to reach the slow way).
     pub sort_stage_limit: usize,
     /// Whether batch-affine sums end the last chunk with the bucket reduction's first level
-    /// ([`MsmPlan::fuses_first_reduce`]); on by default.
+    /// ([`MsmPlan::fuses_first_reduce`]); by default on in G1 and off in G2, as measured.
     pub fused_reduce: bool,
 }
 
@@ -686,7 +686,7 @@ impl MsmPlan {
             sort_shared: DEFAULT_SORT_SHARED,
             sort_tile_threads: 0,
             sort_stage_limit: usize::MAX,
-            fused_reduce: true,
+            fused_reduce: group == Group::G1,
         };
         plan.fit_affine(DEFAULT_AFFINE_SCRATCH, DEFAULT_AFFINE_LANES);
         plan
@@ -753,7 +753,7 @@ impl MsmPlan {
     }
 
     /// The same plan with the batch-affine sums' last chunk fused with the bucket reduction's
-    /// first level (`true`, the default) or not ([`MsmPlan::fuses_first_reduce`]).
+    /// first level or not ([`MsmPlan::fuses_first_reduce`]; the default: in G1, not in G2).
     pub fn with_fused_reduce(mut self, on: bool) -> Self {
         self.fused_reduce = on;
         self
@@ -763,14 +763,16 @@ impl MsmPlan {
     /// (kernels/msm/affine.cuh, `msm_affine_reduce`): each group of windows, on its lane, adds
     /// its buckets' last values straight into the first level's running sums with mixed
     /// additions, in place of `msm_affine_buckets` writing the buckets and the first level
-    /// reading them back (one full addition a bucket fewer, and the level overlaps the other
-    /// lane's rounds). Taken in G1 with batch-affine sums where the reduction has device levels
-    /// and [`fused_reduce`](Self::fused_reduce) is on. Measured on the H200 (docs/benchmarks.md,
-    /// session 30): G1 2^24 85.1 → 84.2 ms, G1 2^26 302.8 → 301.8; G2 2^24 218.4 → 219.2, whose
-    /// fused kernel keeps 1.8 KB a thread on its stack (the called Fp2 formulas), so not G2.
+    /// reading them back. The buckets are not written and read again, the level overlaps the
+    /// other lane's rounds, and in a single-chunk MSM a bucket costs one full addition fewer
+    /// (its first value starts the running sum's addition instead of an empty bucket). Taken
+    /// with batch-affine sums where the reduction has device levels and
+    /// [`fused_reduce`](Self::fused_reduce) is on: by default in G1 only. Measured on the H200
+    /// (docs/benchmarks.md, session 30): G1 2^24 85.1 → 84.2 ms, G1 2^26 302.8 → 301.8; G2 2^24
+    /// 218.4 → 219.2, whose fused kernel keeps 1.8 KB a thread on its stack (the called Fp2
+    /// formulas).
     pub fn fuses_first_reduce(&self) -> bool {
         self.fused_reduce
-            && self.group == Group::G1
             && self.accumulation == Accumulation::BatchAffine
             && self.buckets_per_window() > REDUCE_FINAL
     }
@@ -1646,10 +1648,10 @@ mod tests {
         assert_eq!(wide_segs, vec![16, 16, 4, 4, 4, 4, 4]);
     }
 
-    /// The reduction's first level is fused into the last chunk's sums only in G1, with
-    /// batch-affine sums, where the reduction has device levels, and unless turned off.
+    /// The reduction's first level is fused into the last chunk's sums with batch-affine sums
+    /// where the reduction has device levels, by default in G1 only.
     #[test]
-    fn first_reduce_fused_in_g1_batch_affine_only() {
+    fn first_reduce_fused_by_default_in_g1() {
         let plan = |group, c| {
             MsmPlan::with_window_bits(1 << 20, group, 132, c, 1 << 20)
                 .with_accumulation(Accumulation::BatchAffine)
@@ -1659,6 +1661,9 @@ mod tests {
             .with_fused_reduce(false)
             .fuses_first_reduce());
         assert!(!plan(Group::G2, 16).fuses_first_reduce());
+        assert!(plan(Group::G2, 16)
+            .with_fused_reduce(true)
+            .fuses_first_reduce());
         assert!(!plan(Group::G1, 16)
             .with_accumulation(Accumulation::Xyzz)
             .fuses_first_reduce());

@@ -660,9 +660,9 @@ fn check_msm<E: Exec, C: TestCurve>(
     // and up the tree to a level of at most 20 values (G2: its top's 1024), inverted blockwise.
     let tree = affine.clone().with_affine_block_inverse_max(0);
     let tree_then_blocks = affine.clone().with_affine_block_inverse_max(20);
-    // The buckets written and the reduction's first level run on its own (the default fuses
-    // them in G1, MsmPlan::fuses_first_reduce).
-    let unfused = affine.clone().with_fused_reduce(false);
+    // The other way of ending the last chunk than the default's (MsmPlan::fuses_first_reduce):
+    // G1 writes its buckets and runs the reduction's first level on its own, G2 fuses them.
+    let other_tail = affine.clone().with_fused_reduce(!affine.fused_reduce);
     let runs = [
         (&affine, ScalarForm::Montgomery, Input::Device),
         (&affine, ScalarForm::Canonical, Input::Device),
@@ -674,7 +674,7 @@ fn check_msm<E: Exec, C: TestCurve>(
         (&tree, ScalarForm::Montgomery, Input::Device),
         (&tree_then_blocks, ScalarForm::Canonical, Input::Device),
         (&two_pass, ScalarForm::Montgomery, Input::Host),
-        (&unfused, ScalarForm::Montgomery, Input::Host),
+        (&other_tail, ScalarForm::Montgomery, Input::Host),
     ];
     for (plan, form, input) in runs {
         let got = run_msm::<E, C>(exec, plan, bases, scalars, form, input);
