@@ -101,7 +101,7 @@ impl<B> Workspace<B> {
             .map(|len| exec.alloc(4 * len))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
-            buckets: exec.alloc(g * xyzz)?,
+            buckets: exec.alloc(plan.bucket_bytes())?,
             counts: exec.alloc(4 * (g + 1))?,
             cursor: exec.alloc(4 * (g + 1))?,
             scan,
@@ -229,7 +229,7 @@ pub(crate) fn msm<E: Exec, C: GpuCurve>(
     let mut ws = Workspace::new(exec, plan)?;
     if plan.accumulation == Accumulation::Xyzz {
         // The batch-affine sums write every bucket in the first chunk (msm_affine_buckets), or,
-        // in a single-chunk MSM that fuses the reduction's first level, never use them.
+        // in a single-chunk MSM that fuses the reduction's first level, have none.
         exec.zero(&mut ws.buckets)?;
     }
     let mut base_stage = Staging::new(exec, plan, plan.group.affine_bytes(), &bases)?;

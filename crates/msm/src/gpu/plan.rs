@@ -1151,6 +1151,17 @@ impl MsmPlan {
         self.sort_and_reduce_bytes() + sums
     }
 
+    /// Device bytes of the buckets: every window's, except in a single-chunk MSM that fuses the
+    /// reduction's first level into its sums ([`fuses_first_reduce`](Self::fuses_first_reduce)),
+    /// which never writes or reads them (none: G1 2^26 saves 1.3 GB).
+    pub fn bucket_bytes(&self) -> usize {
+        if self.n_chunks == 1 && self.fuses_first_reduce() {
+            0
+        } else {
+            self.total_buckets() * self.group.xyzz_bytes()
+        }
+    }
+
     /// Everything but the bucket sums' scratch: buckets, sort, reduction.
     fn sort_and_reduce_bytes(&self) -> usize {
         let xyzz = self.group.xyzz_bytes();
@@ -1168,7 +1179,7 @@ impl MsmPlan {
         }
         reduce += 2 * self.n_windows as usize * final_len * xyzz;
         let scan: usize = Self::scan_levels(g + 1).iter().sum::<usize>() * 4;
-        g * xyzz                       // buckets
+        self.bucket_bytes()
             + 2 * (g + 1) * 4          // counts (then offsets) and cursors
             + scan
             + 3 * entries * 4          // digit keys, sorted entries (key and reference)
@@ -1676,6 +1687,20 @@ mod tests {
             .with_fused_reduce(false)
             .with_max_chunk(1 << 18);
         assert!(!off.fused_reduce);
+        // A single fused chunk needs no buckets; several chunks, or no fusion, need them all.
+        let xyzz = Group::G1.xyzz_bytes();
+        let fused = plan(Group::G1, 16);
+        assert_eq!((fused.n_chunks, fused.bucket_bytes()), (1, 0));
+        let unfused = fused.clone().with_fused_reduce(false);
+        assert_eq!(unfused.bucket_bytes(), unfused.total_buckets() * xyzz);
+        assert_eq!(
+            unfused.device_bytes() - fused.device_bytes(),
+            unfused.total_buckets() * xyzz
+        );
+        let chunked = MsmPlan::with_window_bits(1 << 20, Group::G1, 132, 16, 1 << 18)
+            .with_accumulation(Accumulation::BatchAffine);
+        assert!(chunked.n_chunks > 1 && chunked.fuses_first_reduce());
+        assert_eq!(chunked.bucket_bytes(), chunked.total_buckets() * xyzz);
     }
 
     #[test]
