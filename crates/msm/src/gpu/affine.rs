@@ -229,8 +229,9 @@ fn round<E: Exec, C: GpuCurve>(
 }
 
 /// Values a bucket may still hold after the rounds: msm_affine_buckets (or, fused with the
-/// reduction's first level, msm_affine_reduce) adds them with mixed XYZZ additions. The last rounds of a group mostly copy the one value most buckets have left into
-/// the next level, at the full fixed cost of a round (launches and an inversion tree); stopping
+/// reduction's first level, msm_affine_reduce) adds them with mixed XYZZ additions. The last
+/// rounds of a group mostly copy the one value most buckets have left into the next level, at
+/// the full fixed cost of a round (launches and an inversion tree); stopping
 /// once no bucket holds more than this many values saves about two rounds of seven at 2^24
 /// points (random scalars), for one XYZZ addition in about half the buckets.
 const AFFINE_TAIL: u32 = 4;

@@ -281,7 +281,8 @@ pub(crate) fn msm<E: Exec, C: GpuCurve>(
             }
             let base_chunk = base_stage.chunk_buffer(&bases, slot, start);
             let reduce = if chunk + 1 == plan.n_chunks && plan.fuses_first_reduce() {
-                first_level = Some(first_level_arrays(exec, plan)?);
+                let n_segments = plan.n_windows as usize * plan.buckets_per_window() / REDUCE_SEG;
+                first_level = Some(level_arrays(exec, plan, n_segments)?);
                 first_level.as_ref().map(|(c, r)| FirstReduce {
                     c,
                     r,
@@ -317,9 +318,12 @@ pub(crate) fn msm<E: Exec, C: GpuCurve>(
     finish::<E, C>(exec, plan, &mut ws, first_level)
 }
 
-/// The (C, R) arrays of the reduction's first level, as [`finish`] allocates them.
-fn first_level_arrays<E: Exec>(exec: &E, plan: &MsmPlan) -> Result<(E::Buf, E::Buf), GpuMsmError> {
-    let n_segments = plan.n_windows as usize * plan.buckets_per_window() / REDUCE_SEG;
+/// A pair of (C, R) arrays of a reduction level of `n_segments` segments (all windows').
+fn level_arrays<E: Exec>(
+    exec: &E,
+    plan: &MsmPlan,
+    n_segments: usize,
+) -> Result<(E::Buf, E::Buf), GpuMsmError> {
     let bytes = n_segments * plan.group.xyzz_bytes();
     Ok((exec.alloc(bytes)?, exec.alloc(bytes)?))
 }
@@ -785,7 +789,6 @@ fn finish<E: Exec, C: GpuCurve>(
     mut first_level: Option<(E::Buf, E::Buf)>,
 ) -> Result<C::Projective, GpuMsmError> {
     let w = plan.n_windows as usize;
-    let xyzz = plan.group.xyzz_bytes();
     let (levels, final_len, final_scale) = plan.reduce_levels();
     // The windows' host sums are independent: one rayon task each (in G2 about 60 point
     // operations of a few microseconds per window).
@@ -817,15 +820,9 @@ fn finish<E: Exec, C: GpuCurve>(
                 continue;
             }
             if last {
-                last_pair = Some((
-                    exec.alloc(n_segments * xyzz)?,
-                    exec.alloc(n_segments * xyzz)?,
-                ));
+                last_pair = Some(level_arrays(exec, plan, n_segments)?);
             } else if scratch[i % 2].is_none() {
-                scratch[i % 2] = Some((
-                    exec.alloc(n_segments * xyzz)?,
-                    exec.alloc(n_segments * xyzz)?,
-                ));
+                scratch[i % 2] = Some(level_arrays(exec, plan, n_segments)?);
             }
             let (out_c, out_r) = if last {
                 last_pair.as_ref()
