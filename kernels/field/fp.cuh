@@ -211,7 +211,7 @@ FR_HD fp_t fp_mul(const fp_t& a, const fp_t& b) {
 }
 
 // a² as a product: a dedicated squaring (78 products instead of 144) was faster alone but slower
-// inside the MSM's kernels on the H200 (docs/benchmarks.md, sessions 4 and 15).
+// inside the MSM's kernels on the H200 (docs/benchmarks.md, tried and not kept).
 FR_HD fp_t fp_sqr(const fp_t& a) { return fp_mul(a, a); }
 
 // ---------------------------------------------------------------------------------------------
@@ -223,7 +223,7 @@ FR_HD fp_t fp_sqr(const fp_t& a) { return fp_mul(a, a); }
 // (as in `fp_mul`, whose interleaved form they split). Fp2's Karatsuba multiplication (fp2.cuh)
 // uses it: three products and two reductions, 720 multiply-adds instead of 864.
 //
-// Measured and not kept (docs/benchmarks.md, session 4): a dedicated squaring (78 products
+// Measured and not kept (docs/benchmarks.md, tried and not kept): a dedicated squaring (78 products
 // instead of 144) and the G1 formulas' a·b − c·d with one reduction made a G1 mixed addition 6%
 // faster in a standalone probe, but left the MSM's accumulation unchanged and its bucket
 // reduction 3% slower on the H200: those kernels are held by dependent latency at 8 warps per

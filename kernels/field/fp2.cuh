@@ -41,7 +41,7 @@ FR_HD fp2_t fp2_cneg(const fp2_t& a, bool negate) { return negate ? fp2_neg(a) :
 // a·b − c·d as one such combination (four reductions fewer) measured slower: its six live
 // double-width values spill. So did four products with two fused reductions ((a0·b0 − a1·b1)
 // and (a0·b1 + a1·b0), each one Montgomery row loop: fewer registers, 19% more products): G2
-// XYZZ MSM 9% slower, batch-affine sums no faster (docs/benchmarks.md, session 10).
+// XYZZ MSM 9% slower, batch-affine sums no faster (H200; docs/benchmarks.md, tried and not kept).
 //
 // The operands are taken by value: the call then passes them in registers. By reference, each
 // call stored both operands to the caller's stack and the callee read them back limb by limb
@@ -66,7 +66,7 @@ FP2_CALLED fp2_t fp2_mul(const fp2_t a, const fp2_t b) {
 // additions (one thread per accumulator, as msm_accumulate_g2) a fifth of the warps' stall
 // cycles were instruction-cache misses (ncu: no_instruction 1.65 of 8.3 cycles per issue,
 // 0.08 with this), and the additions ran 13% faster this way, the G2 MSM 12% faster
-// (docs/benchmarks.md, session 8).
+// (H200; docs/benchmarks.md, tried and not kept).
 FR_HD fp2_t fp2_sqr(const fp2_t& a) { return fp2_mul(a, a); }
 
 FR_HD fp2_t fp2_neg_im(const fp2_t& a) { return fp2_t{a.c0, fp_neg(a.c1)}; }

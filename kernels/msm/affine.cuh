@@ -371,7 +371,7 @@ FR_HD bool msm_is_chain_start(const F& v) {
 // in the same thread. The host chooses (`prefix_in_output` in crates/msm/src/gpu/plan.rs): in
 // G2 the separate array is a quarter of the scratch, and without it twice as many windows fit a
 // group; in G1 the output slot's half-sector stores cost more than the groups saved (H200,
-// docs/benchmarks.md, session 10).
+// docs/benchmarks.md, tried and not kept).
 template <class F>
 struct msm_round_scratch_t {
     F* prefix;
@@ -509,7 +509,7 @@ FR_HD bool msm_classify_whole(msm_pair_t<F>& p, const F& xa, const F& xb, const 
 // Two field values per thread of a block of at most MSM_SUMS_THREADS in shared memory, word-major
 // (word w of thread t's cell c at [c][w][t]: a warp's accesses fall in distinct banks), for G2's
 // msm_affine_sums. Its Fp2 multiplications are calls, and a value live across a call is saved
-// to local memory: ncu on msm_affine_sums_g2 (2^22, first round, session 14) counted 1.2 G
+// to local memory: ncu on msm_affine_sums_g2 (2^22, first round, H200) counted 1.2 G
 // sectors of local loads and stores, about 2.6 KB per pair, from the running inverse and one
 // more value held across each of the pair's five calls (six when doubling), against none in
 // msm_affine_pairs_g2. The host's block (POINT_BLOCK) is checked against MSM_SUMS_THREADS
@@ -619,8 +619,8 @@ __device__ __forceinline__ void msm_affine_sums(msm_level_t<F> pts_out, msm_roun
         } else {
             // G2: each multiplication is a call, which saves what its caller holds, so d and
             // num are formed where each is consumed, from the coordinates loaded again
-            // (session 12: sums 180.8 -> 176 ms at 2^24), and the field values needed after a
-            // call wait in shared memory (session 14: 176.4 -> 162.8 ms). The same order in G1
+            // (H200: sums 180.8 -> 176 ms at 2^24), and the field values needed after a
+            // call wait in shared memory (H200: 176.4 -> 162.8 ms). The same order in G1
             // made its sums 4 to 8% slower (it reloads what G1 can hold), hence the two forms.
             uint32_t kind = MSM_PAIR_ADD;
             {
@@ -709,7 +709,7 @@ __device__ __forceinline__ void msm_inv_down(F* inv, const F* vals, const F* inv
 // products). The host picks the block per group (`Group::tree_top` in
 // crates/msm/src/gpu/plan.rs): in G2 a block of 128 takes up to 1024 values, so the tree's
 // smallest levels are not launched one by one (15–21 µs a launch on the H200); in G1 one thread
-// takes up to 8, as the block measured slower there (docs/benchmarks.md, session 11).
+// takes up to 8, as the block measured slower there (H200; docs/benchmarks.md, tried and not kept).
 #define MSM_TOP_THREADS 128u
 
 template <class F>

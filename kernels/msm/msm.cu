@@ -185,8 +185,8 @@ struct msm_bin_layout_t {
 // `bins` per window) rather than per bucket: each block
 // counts its digits in shared memory and adds its counts into bin_counts once, so the 4·m·W
 // bytes of keys cost about W·m shared-memory atomics and not as many global ones (which bound
-// msm_digits: 235 M of them at G1 2^24). Measured on the H200 (ncu, docs/benchmarks.md, session
-// 27): G1 2^24 2.41 -> 1.10 ms, a 2^25-point chunk 4.48 -> 2.07 ms. Block b takes the windows
+// msm_digits: 235 M of them at G1 2^24). Measured on the H200 (ncu, per
+// launch): G1 2^24 2.41 -> 1.10 ms, a 2^25-point chunk 4.48 -> 2.07 ms. Block b takes the windows
 // [g·windows_per_block, ...) of group g = b / blocks_per_group, and the points [x·per_block,
 // (x + 1)·per_block) of its slot x = b % blocks_per_group, one thread per point in turn; it
 // computes every window's digit (the carries run from the lowest window up) and keeps those of
@@ -310,7 +310,7 @@ extern "C" __global__ void msm_scatter(uint64_t* sorted, uint32_t* cursor, const
 // (MsmPlan::sort_bins, crates/msm/src/gpu/plan.rs), in place of msm_scatter's parts. The
 // single-pass scatter writes each 8-byte entry at a random place of its window's output, which
 // leaves L2 in partly written sectors unless the output is cut into parts that fit it, and each
-// part reads the window's keys again (docs/benchmarks.md, sessions 5, 14 and 17). The buckets
+// part reads the window's keys again (kernels/msm/README.md, the sort). The buckets
 // are grouped in bins of consecutive ones (`bins` per window, n_bins in all, bin w·bins + b of
 // window w: msm_bin_layout_t). Here:
 // 0. msm_digits_bins counts the digits per bin (not per bucket), and bin_offsets is the
@@ -326,13 +326,13 @@ extern "C" __global__ void msm_scatter(uint64_t* sorted, uint32_t* cursor, const
 //    entries by bucket in shared memory and writes them out in order. Sorting a bin in place in
 //    `sorted` instead, each entry to its bucket's next place, wrote half as many bytes again as
 //    it needed (partly written sectors) and made the two passes slower than msm_scatter
-//    (session 17). A bin of more entries than the stage holds (skewed scalars: digits that
+//    (H200; docs/benchmarks.md, tried and not kept). A bin of more entries than the stage holds (skewed scalars: digits that
 //    crowd a few buckets) is shared by every block instead: msm_sort_big counts its entries
 //    per bucket (in `cursor`, zeroed beforehand), msm_sort_bin_buckets turns those counts into
 //    the buckets' offsets, and msm_sort_big again puts each entry at its bucket's
 //    next place through `cursor`, as msm_scatter does, which is correct for any distribution.
 //    (One block per such bin serialised it: G1 2^24 with scalars below 2^8, whose lowest
-//    window's digits fill one bin, sorted in 21.8 ms, shared 3.1 ms; session 19.)
+//    window's digits fill one bin, sorted in 21.8 ms, shared 3.1 ms on the H200.)
 // The entries are those msm_scatter writes (key << 32 | point reference), in each bucket in an
 // order that varies from run to run (as the atomics leave it); the bucket sums do not depend on
 // it. Any distribution of the keys is sorted correctly; one bucket holding most entries makes
@@ -544,7 +544,7 @@ extern "C" __global__ void __launch_bounds__(MSM_BIN_MAX_THREADS)
 // f(in[j]) for j < n, thread t of the block taking j = t + i·blockDim.x in batches of
 // MSM_STAGE_BATCH: each batch's loads are issued before any f (the second pass spent most of
 // its time waiting on one load of `binned` after another, each behind the previous entry's
-// shared-memory atomic; session 30).
+// shared-memory atomic: the second pass 7.4 → 6.2 ms at G1 2^26 on the H200).
 #define MSM_STAGE_BATCH 16u
 template <class F>
 __device__ __forceinline__ void msm_each_stage_batch(const uint64_t* in, uint32_t n, F f) {
@@ -568,7 +568,7 @@ __device__ __forceinline__ void msm_each_stage_batch(const uint64_t* in, uint32_
 // of at most `cap` entries is counted per bucket, its buckets' offsets written, and its entries
 // sorted in the stage and written out in order, in whole sectors; the bin's entries are read
 // twice (to count, then to place), the second time mostly from L2 (G1 2^24: 1.74 ms when
-// msm_digits counted per bucket, 2.12 ms counting here; session 27). A larger one's counts,
+// msm_digits counted per bucket, 2.12 ms counting here, H200). A larger one's counts,
 // which msm_sort_big left in `cursor`, become its buckets' offsets, in `offsets` and in
 // `cursor` (where msm_sort_big then claims places). Every entry of `offsets` is written (the keys of
 // a narrow window's upper half, in no bin, get the window's end), the last
@@ -940,15 +940,15 @@ MSM_GROUP_KERNELS(g2, fp2_t)
 
 // G1's sums run four blocks per SM (at most 128 registers, 16 warps): loading each pair's y and
 // prefix with its x (msm_affine_sums) took them to 134 unbounded, three blocks; bounded, 126
-// registers and no spills (session 23: G1 2^24 sums 51.7 → 50.2 ms). G1's pairs, which
-// wait on their loads (ncu, session 14: 14.7 cycles per issued instruction on the long
+// registers and no spills (H200: G1 2^24 sums 51.7 → 50.2 ms). G1's pairs, which
+// wait on their loads (ncu on the H200: 14.7 cycles per issued instruction on the long
 // scoreboard), run five blocks per SM (96 registers; 20 warps, against 16 at 99 registers
-// unbounded; ptxas keeps 8 bytes on the stack, 32 since session 23's phased lookups): G1 2^24 pairs 22.97 → 21.84 ms, total 104.6 → 103.5 ms; six blocks
+// unbounded; ptxas keeps 32 bytes on the stack, for the phased slot lookups): G1 2^24 pairs 22.97 → 21.84 ms, total 104.6 → 103.5 ms; six blocks
 // measured 22.29 ms. G2's pairs and sums are held to three blocks of POINT_BLOCK per SM (168
-// registers, 12 warps; ptxas spilled about 140 and 430 bytes then, none since sessions 12 and
-// 14; unbounded they take more than 168 registers, 8 warps): on the H200, G2 2^24 sums
+// registers, 12 warps; ptxas spilled about 140 and 430 bytes then, none since the
+// sums hold nothing across a call; unbounded they take more than 168 registers, 8 warps): on the H200, G2 2^24 sums
 // 191.1 → 184.7 ms with the bound (pairs bounded in both), and before the by-value fp2_mul
 // pairs 61.1 → 54.1 ms. Four blocks (128 registers, more spilling) ran the sums 32% slower
-// (docs/benchmarks.md, sessions 10 and 14).
+// (docs/benchmarks.md, tried and not kept).
 MSM_AFFINE_KERNELS(g1, fp_t, __launch_bounds__(128, 4), __launch_bounds__(128, 5))
 MSM_AFFINE_KERNELS(g2, fp2_t, __launch_bounds__(128, 3), __launch_bounds__(128, 3))

@@ -95,8 +95,8 @@ extern "C" __global__ void msm_bench_fp_mul(fp_t* data, uint32_t iters) {
 // thread, the same launch bounds): thread i adds `iters` of the mask + 1 bases (a power of two),
 // bases[(i + j·MSM_BENCH_STRIDE) & mask] negated when j is odd, and writes its accumulator to
 // out[i]. Additions per launch: iters · threads. It isolates the point formula's speed from the
-// sort and the bucket traffic (docs/benchmarks.md, session 8: G2's formula code and the
-// instruction cache).
+// sort and the bucket traffic (it showed G2's formula code waiting on the instruction cache:
+// kernels/msm/README.md).
 #define MSM_BENCH_STRIDE 40503u
 
 template <class F>
