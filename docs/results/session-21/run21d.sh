@@ -1,9 +1,0 @@
-#!/bin/bash
-# session 21 round 4 (device tool, carry ["target/exp21"]): ncu on the three passes of a 2^24
-# forward NTT (N->R, the default configuration), with bench_ntt from the round-1 device pack.
-cd "$(dirname "$0")/../../.."
-gunzip -c target/exp21/bench_ntt_base.gz > /tmp/bench_ntt; chmod +x /tmp/bench_ntt
-M=sm__pipe_fmaheavy_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed,smsp__average_warp_latency_issue_stalled_math_pipe_throttle.ratio,smsp__average_warp_latency_issue_stalled_wait.ratio,smsp__average_warp_latency_issue_stalled_dispatch_stall.ratio,smsp__average_warp_latency_issue_stalled_short_scoreboard.ratio,smsp__average_warp_latency_issue_stalled_long_scoreboard.ratio,smsp__average_warp_latency_issue_stalled_mio_throttle.ratio,smsp__average_warp_latency_issue_stalled_lg_throttle.ratio,smsp__average_warp_latency_issue_stalled_not_selected.ratio,smsp__average_warp_latency_issue_stalled_barrier.ratio,smsp__average_warp_latency_issue_stalled_no_instruction.ratio,smsp__average_warp_latency_issue_stalled_selected.ratio
-ncu --clock-control none -k regex:ntt_pass -c 3 --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats --metrics $M /tmp/bench_ntt --min 24 --max 24 --no-sweep --no-check --reps 1 --warmup 0 > $OUT/ncu-ntt-2e24.txt 2>&1
-echo "ncu rc=$?"
-grep -E 'ntt_pass|Duration|pct_of_peak|stalled.*ratio|Issue Slots|Eligible Warps|Active Warps|No Eligible|Warp Cycles Per Issued|Registers Per|Achieved Occupancy|Theoretical Occupancy' $OUT/ncu-ntt-2e24.txt | cut -c1-130
