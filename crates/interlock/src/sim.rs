@@ -20,7 +20,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use cuzk_telemetry::{SpanRecord, Timeline, STAGES};
+use cuzk_telemetry::{SpanRecord, Stage, Timeline};
 use cuzk_vram::{Arena, ArenaConfig, HostBacking, SimFence};
 use serde::{Deserialize, Serialize};
 
@@ -65,21 +65,21 @@ impl Profile {
     /// 0.6 s and `prep_msm` 1.8 s on the CPU, 3.8 s on the GPU (0.4 s of input copies and 3.4 s of
     /// kernels), 8 GiB of staged inputs plus 4 GiB of scratch, a 44 GiB SRS.
     pub fn seeds() -> Self {
-        let stage = |name: &str, on_gpu: bool, ms: u64| StageSpec {
-            name: name.to_owned(),
+        let stage = |stage: Stage, on_gpu: bool, ms: u64| StageSpec {
+            name: stage.name().to_owned(),
             on_gpu,
             ns: ms * MS,
         };
         Self {
             stages: vec![
-                stage("split_vectors", false, 600),
-                stage("prep_msm", false, 1800),
-                stage("ntt_h", true, 600),
-                stage("msm_h", true, 1200),
-                stage("batch_add", true, 300),
-                stage("tail_msm", true, 1300),
+                stage(Stage::SplitVectors, false, 600),
+                stage(Stage::PrepMsm, false, 1800),
+                stage(Stage::BatchAdd, true, 300),
+                stage(Stage::TailMsm, true, 1300),
+                stage(Stage::NttH, true, 600),
+                stage(Stage::MsmH, true, 1200),
                 StageSpec {
-                    name: "epilogue".into(),
+                    name: Stage::Epilogue.name().into(),
                     on_gpu: false,
                     ns: 50_000,
                 },
@@ -106,13 +106,14 @@ impl Profile {
             return Err(InterlockError::EmptyTimeline);
         }
         let mut stages = Vec::new();
-        for (i, name) in STAGES.iter().enumerate() {
+        for stage in Stage::ALL {
+            let name = stage.name();
             let mut values: Vec<u64> = summaries
                 .iter()
-                .map(|p| p.stage_ns[i])
+                .map(|p| p.stage_ns[stage.index()])
                 .filter(|&v| v > 0)
                 .collect();
-            let base_stage = base.stages.iter().find(|s| s.name == *name);
+            let base_stage = base.stages.iter().find(|s| s.name == name);
             if values.is_empty() {
                 if let Some(s) = base_stage {
                     stages.push(s.clone());
@@ -121,19 +122,19 @@ impl Profile {
             }
             values.sort_unstable();
             let spans: Vec<&SpanRecord> =
-                timeline.spans.iter().filter(|s| s.name == *name).collect();
+                timeline.spans.iter().filter(|s| s.name == name).collect();
             let off_cpu = spans
                 .iter()
                 .filter(|s| s.device.as_deref().is_some_and(|d| d != "cpu"))
                 .count();
             let median = values[(values.len() - 1) / 2];
-            let ns = if *name == "ntt_h" {
+            let ns = if stage == Stage::NttH {
                 median.saturating_sub(base.stage_copy_ns)
             } else {
                 median
             };
             stages.push(StageSpec {
-                name: (*name).to_owned(),
+                name: name.to_owned(),
                 on_gpu: off_cpu * 2 > spans.len(),
                 ns,
             });
@@ -605,7 +606,7 @@ impl Sim<'_> {
         let start = now.max(self.copy_free);
         let end = start + self.config.profile.stage_copy_ns;
         self.queue_wait(w, now, start);
-        self.span(w, "ntt_h", true, start, end);
+        self.span(w, Stage::NttH.name(), true, start, end);
         self.copy_free = end;
         self.copy_busy += end - start;
         self.workers[w].phase = Phase::Copying(staging);
@@ -624,7 +625,7 @@ impl Sim<'_> {
             let start = now.max(self.copy_free);
             let end = start + self.config.profile.stage_copy_ns;
             self.queue_wait(w, now, start);
-            self.span(w, "ntt_h", true, start, end);
+            self.span(w, Stage::NttH.name(), true, start, end);
             self.copy_free = end;
             self.copy_busy += end - start;
             ready = end;

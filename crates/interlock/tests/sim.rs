@@ -2,6 +2,7 @@
 
 use cuzk_interlock::sim::{simulate, DeviceSpec, Profile, SimConfig, SimReport, StageSpec, GIB};
 use cuzk_interlock::{Demand, InterlockError, PolicyKind};
+use cuzk_telemetry::Stage;
 use proptest::prelude::*;
 
 fn run(
@@ -154,7 +155,7 @@ fn profile_strategy() -> impl Strategy<Value = Profile> {
                     .into_iter()
                     .enumerate()
                     .map(|(i, (on_gpu, ms))| StageSpec {
-                        name: cuzk_telemetry::STAGES[i % 7].to_owned(),
+                        name: Stage::ALL[i % Stage::ALL.len()].name().to_owned(),
                         on_gpu,
                         ns: ms * 1_000_000,
                     })

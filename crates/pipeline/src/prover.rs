@@ -5,7 +5,6 @@ use std::time::Instant;
 use cuzk_field::{Domain, G1Projective, G2Projective, Scalar};
 use cuzk_groth16::{Groth16Error, Parameters, Proof, ProvingAssignment};
 use group::{prime::PrimeCurveAffine, Curve};
-use tracing::Span;
 
 use crate::backend::Backend;
 use crate::split::{gather, split_query, Segment, SplitQuery};
@@ -44,20 +43,6 @@ pub struct Prover<B> {
     config: ProverConfig,
 }
 
-fn stage_span(stage: Stage, ctx: JobContext, partition: usize, device: &str) -> Span {
-    let (job, worker, partition) = (ctx.job, ctx.worker, partition as u64);
-    match stage {
-        Stage::Validate => tracing::info_span!("validate", job, partition, worker, device),
-        Stage::SplitVectors => tracing::info_span!("split_vectors", job, partition, worker, device),
-        Stage::PrepMsm => tracing::info_span!("prep_msm", job, partition, worker, device),
-        Stage::NttH => tracing::info_span!("ntt_h", job, partition, worker, device),
-        Stage::MsmH => tracing::info_span!("msm_h", job, partition, worker, device),
-        Stage::BatchAdd => tracing::info_span!("batch_add", job, partition, worker, device),
-        Stage::TailMsm => tracing::info_span!("tail_msm", job, partition, worker, device),
-        Stage::Epilogue => tracing::info_span!("epilogue", job, partition, worker, device),
-    }
-}
-
 /// Runs one stage inside its span and adds its duration to `timing`.
 fn run_stage<T>(
     stage: Stage,
@@ -66,7 +51,7 @@ fn run_stage<T>(
     timing: &mut PartitionTiming,
     f: impl FnOnce() -> Result<T, PipelineError>,
 ) -> Result<T, PipelineError> {
-    let span = stage_span(stage, ctx, timing.partition, device);
+    let span = stage.span(ctx.job, timing.partition as u64, ctx.worker, device);
     let _entered = span.enter();
     let start = Instant::now();
     let out = f();

@@ -11,8 +11,9 @@
 //!
 //! # The conventions it consumes
 //!
-//! Each stage runs inside a span named after it ([`STAGES`]: `split_vectors`, `prep_msm`,
-//! `ntt_h`, `msm_h`, `batch_add`, `tail_msm`, `epilogue`), each wait inside one of [`WAITS`]
+//! Each stage runs inside a span named after it ([`Stage::name`], made by [`Stage::span`]:
+//! `validate`, `split_vectors`, `prep_msm`, `batch_add`, `tail_msm`, `ntt_h`, `msm_h`,
+//! `epilogue`), each wait inside one of [`WAITS`]
 //! (`lock_wait`, `vram_wait`, `queue_wait`), with the fields `job` (u64), `partition` (u64),
 //! `worker` (u64) and `device` (a string: `cpu`, `gpu0`, ...). They may nest in a [`PARTITION`]
 //! span with the same fields, from which children inherit fields they do not set. Other spans are
@@ -55,14 +56,16 @@
 
 mod chrome;
 mod recorder;
+mod stage;
 mod summary;
 mod svg;
 mod timeline;
 
 pub use recorder::{Clock, ManualClock, MonotonicClock, Recorder, RecorderHandle};
+pub use stage::Stage;
 pub use summary::{DeviceBusy, PartitionSummary, RunSummary, StageStats};
 pub use svg::colour;
-pub use timeline::{SpanKind, SpanRecord, Timeline, PARTITION, STAGES, WAITS};
+pub use timeline::{SpanKind, SpanRecord, Timeline, PARTITION, WAITS};
 
 /// What reading a timeline back can fail on.
 #[derive(Debug, thiserror::Error)]

@@ -5,7 +5,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::timeline::{SpanKind, SpanRecord, Timeline, STAGES, WAITS};
+use crate::timeline::{SpanKind, SpanRecord, Timeline, WAITS};
+use crate::Stage;
 
 /// One partition's time, stage by stage and wait by wait.
 ///
@@ -29,8 +30,8 @@ pub struct PartitionSummary {
     pub end_ns: u64,
     /// Its `partition` span's duration, else first start to last end.
     pub total_ns: u64,
-    /// Time in each of [`STAGES`], in that order (spans of one name are added up).
-    pub stage_ns: [u64; STAGES.len()],
+    /// Time in each of [`Stage::ALL`], in that order (spans of one name are added up).
+    pub stage_ns: [u64; Stage::ALL.len()],
     /// Time in each of [`WAITS`], in that order.
     pub wait_ns: [u64; WAITS.len()],
 }
@@ -48,8 +49,8 @@ impl fmt::Display for PartitionSummary {
         }
         write!(f, " device={}", self.device.as_deref().unwrap_or("-"))?;
         write!(f, " total_ms={:.1}", ms(self.total_ns))?;
-        for (name, ns) in STAGES.iter().zip(self.stage_ns) {
-            write!(f, " {name}_ms={:.1}", ms(ns))?;
+        for (stage, ns) in Stage::ALL.iter().zip(self.stage_ns) {
+            write!(f, " {stage}_ms={:.1}", ms(ns))?;
         }
         for (name, ns) in WAITS.iter().zip(self.wait_ns) {
             write!(f, " {name}_ms={:.1}", ms(ns))?;
@@ -210,10 +211,14 @@ impl Timeline {
                 }
             })
             .collect();
-        let columns = STAGES
+        let columns = Stage::ALL
             .iter()
-            .enumerate()
-            .map(|(i, name)| (*name, partitions.iter().map(move |p| p.stage_ns[i])))
+            .map(|s| {
+                (
+                    s.name(),
+                    partitions.iter().map(move |p| p.stage_ns[s.index()]),
+                )
+            })
             .map(|(name, values)| (name, values.collect::<Vec<u64>>()))
             .chain(
                 WAITS
@@ -266,11 +271,11 @@ fn summarise(job: u64, partition: u64, spans: &[&SpanRecord]) -> PartitionSummar
                 .map(str::to_owned)
         })
         .or_else(|| spans.iter().find_map(|s| s.device.clone()));
-    let mut stage_ns = [0; STAGES.len()];
+    let mut stage_ns = [0; Stage::ALL.len()];
     let mut wait_ns = [0; WAITS.len()];
     for span in spans {
-        if let Some(i) = STAGES.iter().position(|n| *n == span.name) {
-            stage_ns[i] += span.duration_ns();
+        if let Some(stage) = Stage::from_name(&span.name) {
+            stage_ns[stage.index()] += span.duration_ns();
         } else if let Some(i) = WAITS.iter().position(|n| *n == span.name) {
             wait_ns[i] += span.duration_ns();
         }

@@ -4,7 +4,8 @@
 
 use std::fmt::Write as _;
 
-use crate::timeline::{SpanKind, SpanRecord, Timeline, STAGES, WAITS};
+use crate::timeline::{SpanKind, SpanRecord, Timeline, WAITS};
+use crate::Stage;
 
 const WIDTH: f64 = 1200.0;
 const LEFT: f64 = 96.0;
@@ -15,14 +16,10 @@ const BAR: f64 = 20.0;
 
 /// The fill of a stage or wait (waits are drawn as hatching in this colour).
 pub fn colour(name: &str) -> &'static str {
+    if let Some(stage) = Stage::from_name(name) {
+        return stage.colour();
+    }
     match name {
-        "split_vectors" => "#4e79a7",
-        "prep_msm" => "#f28e2b",
-        "ntt_h" => "#e15759",
-        "msm_h" => "#76b7b2",
-        "batch_add" => "#59a14f",
-        "tail_msm" => "#edc948",
-        "epilogue" => "#b07aa1",
         "lock_wait" => "#d62728",
         "vram_wait" => "#9467bd",
         "queue_wait" => "#7f7f7f",
@@ -193,10 +190,12 @@ impl Timeline {
 
         // Legend: stages on one row, waits on the next.
         s.push_str("<g class=\"legend\">\n");
-        for (row, names) in [&STAGES[..], &WAITS[..]].into_iter().enumerate() {
+        let stage_names = Stage::ALL.map(Stage::name);
+        for (row, names) in [&stage_names[..], &WAITS[..]].into_iter().enumerate() {
             let y = legend_y + 22.0 * row as f64;
             for (i, name) in names.iter().enumerate() {
-                let lx = LEFT + 140.0 * i as f64;
+                // Eight stages at 130 px fit the 1200 px width after the lane labels.
+                let lx = LEFT + 130.0 * i as f64;
                 let fill = if row == 0 {
                     colour(name).to_owned()
                 } else {

@@ -2,16 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The compute stages of one partition, in pipeline order: the order of every summary.
-pub const STAGES: [&str; 7] = [
-    "split_vectors",
-    "prep_msm",
-    "ntt_h",
-    "msm_h",
-    "batch_add",
-    "tail_msm",
-    "epilogue",
-];
+use crate::Stage;
 
 /// The waits a partition can spend time in, in summary order.
 pub const WAITS: [&str; 3] = ["lock_wait", "vram_wait", "queue_wait"];
@@ -23,7 +14,7 @@ pub const PARTITION: &str = "partition";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SpanKind {
-    /// One of [`STAGES`]: work.
+    /// One of [`Stage::ALL`]: work.
     Stage,
     /// One of [`WAITS`]: time blocked on a lock, on VRAM, or in a queue.
     Wait,
@@ -34,7 +25,7 @@ pub enum SpanKind {
 impl SpanKind {
     /// The kind of a span called `name`, or `None` for names telemetry does not record.
     pub fn of(name: &str) -> Option<Self> {
-        if STAGES.contains(&name) {
+        if Stage::from_name(name).is_some() {
             Some(Self::Stage)
         } else if WAITS.contains(&name) {
             Some(Self::Wait)

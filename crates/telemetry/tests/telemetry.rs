@@ -1,7 +1,7 @@
 //! The recorder end to end through `tracing`, on a manual clock so every number is exact, and
 //! the summaries and exports of what it recorded.
 
-use cuzk_telemetry::{ManualClock, Recorder, SpanKind, Timeline, STAGES};
+use cuzk_telemetry::{ManualClock, Recorder, SpanKind, Stage, Timeline};
 use tracing::Span;
 use tracing_subscriber::prelude::*;
 
@@ -293,8 +293,8 @@ fn svg_waterfall_parses_and_has_one_lane_per_worker() {
         .filter(|n| n.has_tag_name("g") && n.attribute("class") == Some("legend"))
         .flat_map(|g| g.descendants().filter_map(|n| n.text()))
         .collect();
-    for stage in STAGES {
-        assert!(legend.contains(&stage), "{stage} in the legend");
+    for stage in Stage::ALL {
+        assert!(legend.contains(&stage.name()), "{stage} in the legend");
     }
     let axis_labels = doc
         .descendants()
