@@ -3,12 +3,47 @@
 //! size; medians, ratios and peak memory go into `docs/benchmarks.md`.
 
 use std::path::PathBuf;
+use std::str::FromStr;
 
 use anyhow::{bail, Context};
 use serde::Deserialize;
 use xshell::{cmd, Shell};
 
-use crate::{flag, project_root};
+use crate::project_root;
+
+/// `cargo xtask bench cpu`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct CpuArgs {
+    /// The log2 domain sizes to prove: LO..HI, both ends included, within 8..24.
+    #[arg(long, value_name = "LO..HI", default_value = "12..18")]
+    sizes: Sizes,
+    /// Runs of each prover at each size; the table shows their median.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+}
+
+/// log2 domain sizes `LO..HI`, both ends included, within 8..24.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sizes {
+    lo: u32,
+    hi: u32,
+}
+
+impl FromStr for Sizes {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (lo, hi) = s
+            .split_once("..")
+            .ok_or("expected LO..HI, such as 12..18")?;
+        let parse = |v: &str| v.parse::<u32>().map_err(|e| format!("{v:?}: {e}"));
+        let (lo, hi) = (parse(lo)?, parse(hi)?);
+        if lo < 8 || hi > 24 || lo > hi {
+            return Err(format!("{lo}..{hi} is not within 8..24"));
+        }
+        Ok(Sizes { lo, hi })
+    }
+}
 
 #[derive(Deserialize)]
 struct Run {
@@ -30,14 +65,9 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-pub fn run(sh: &Shell, args: &[String]) -> anyhow::Result<()> {
-    let sizes = flag(args, "--sizes").unwrap_or("12..18");
-    let (lo, hi) = sizes.split_once("..").context("--sizes LO..HI")?;
-    let (lo, hi): (u32, u32) = (lo.parse()?, hi.parse()?);
-    let runs = flag(args, "--runs").unwrap_or("3").to_string();
-    if lo < 8 || hi > 24 || lo > hi {
-        bail!("--sizes must be within 8..24");
-    }
+pub fn run(sh: &Shell, args: &CpuArgs) -> anyhow::Result<()> {
+    let Sizes { lo, hi } = args.sizes;
+    let runs = args.runs.to_string();
 
     cmd!(
         sh,

@@ -1,16 +1,17 @@
-//! `cargo xtask bench msm [bench_msm arguments]`: the GPU MSM benchmark, into docs/benchmarks.md.
+//! `cargo xtask bench msm [BENCH_MSM_ARGS]... | --from FILE.json...`: the GPU MSM benchmark, into
+//! docs/benchmarks.md.
 //!
 //! On a machine with a GPU, builds and runs `crates/msm/examples/bench_msm.rs` (release, `cuda`
-//! feature; arguments `--min 20 --max 26 --g2-max 24 --reps 5 --check-max 22 --no-streamed`),
-//! which writes `target/bench-msm.json`, and renders that into the `bench-msm` section of
-//! docs/benchmarks.md. The GPU machine has no Rust toolchain: there, run the example binary built
+//! feature; every argument goes to it, such as `--min 20 --max 26 --g2-max 24 --reps 5
+//! --check-max 22 --no-streamed`), which writes `target/bench-msm.json`, and renders that into
+//! the `bench-msm` section of docs/benchmarks.md. The GPU machine has no Rust toolchain: there, run the example binary built
 //! here (`target/cuda/release/examples/bench_msm --out $OUT/bench-msm.json`, carried over), then
 //! `cargo xtask bench msm --from bench-msm.json` here writes the section from its output. Several
 //! `--from FILE` (runs of different sizes or groups) make one table: the rows of all, a later
 //! file's row replacing an earlier one of the same group and size, and the first file's device
 //! line and rates.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use serde_json::Value;
@@ -30,29 +31,45 @@ const SPPARK_H200: &[(&str, u64, f64)] = &[
     ("G2", 22, 138.0),
 ];
 
-/// The files of `--from FILE` arguments; with any `--from`, every argument must be one of them
-/// (a second file without its own `--from` was once read as nothing at all).
-fn from_files(args: &[String]) -> anyhow::Result<Vec<&str>> {
-    if !args.iter().any(|a| a == "--from") {
-        return Ok(Vec::new());
-    }
-    let mut files = Vec::new();
-    let mut rest = args.iter();
-    while let Some(arg) = rest.next() {
-        if arg != "--from" {
-            bail!("with --from, every argument is `--from FILE` (each file its own); got `{arg}`");
-        }
-        files.push(rest.next().context("--from needs a JSON file")?.as_str());
-    }
-    Ok(files)
+/// `cargo xtask bench msm`'s arguments: the example's, or the `--from` files of runs made elsewhere.
+#[derive(clap::Args, Debug)]
+pub struct MsmArgs {
+    /// Write the bench-msm section from this JSON output of the `bench_msm` example (run on the
+    /// GPU machine) instead of running it. Repeat `--from FILE.json` for each file: one table of
+    /// all their rows, a later file's row replacing an earlier one of the same group and size,
+    /// with the first file's device line and rates.
+    #[arg(long, value_name = "FILE.json", conflicts_with = "args")]
+    from: Vec<PathBuf>,
+    /// Arguments of the `bench_msm` example, passed on as they are: --min 20 --max 26 --g2-max 24
+    /// --reps 5 --check-max 22 --no-streamed and the plan overrides it reads
+    /// (crates/msm/examples/bench_msm.rs); xtask adds `--out target/bench-msm.json`.
+    #[arg(
+        value_name = "BENCH_MSM_ARGS",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    args: Vec<String>,
 }
 
-pub fn run(sh: &Shell, args: &[String]) -> anyhow::Result<()> {
+/// The files of the `--from` arguments. Each file needs its own `--from`: a file without one, or
+/// a `--from` after the example's arguments, is refused rather than read as nothing at all.
+fn from_files(args: &MsmArgs) -> anyhow::Result<&[PathBuf]> {
+    if !args.from.is_empty() && !args.args.is_empty() || args.args.iter().any(|a| a == "--from") {
+        bail!(
+            "with --from, every argument is `--from FILE` (each file its own); got `{}`",
+            args.args.join(" ")
+        );
+    }
+    Ok(&args.from)
+}
+
+pub fn run(sh: &Shell, args: &MsmArgs) -> anyhow::Result<()> {
     let from = from_files(args)?;
+    let args = &args.args;
     if !from.is_empty() {
         let runs = from
             .iter()
-            .map(|path| read_json(Path::new(path)))
+            .map(|path| read_json(path))
             .collect::<anyhow::Result<Vec<_>>>()?;
         return write_docs(&merge_runs(runs)?);
     }
@@ -214,7 +231,7 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
         let group = r["group"].as_str().unwrap_or("?");
         let log_n = r["log_n"].as_u64().unwrap_or(0);
         let resident = num(r, "resident_ms")?;
-        // Runs before session 9 had XYZZ sums by default and no `accumulation`.
+        // A run that records no `accumulation` had XYZZ bucket sums (the default then).
         let batch_affine = r["accumulation"].as_str() == Some("batch-affine");
         let xyzz_ms = r["xyzz_ms"]
             .as_f64()
@@ -228,7 +245,7 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
             .as_f64()
             .map_or("-".to_string(), |s| format!("{s:.1}"));
         let floor = num(r, "floor_ms")?;
-        // Runs before session 11 streamed with XYZZ sums and recorded no kind.
+        // A run that records no `streamed_accumulation` streamed with XYZZ bucket sums.
         let streamed_sums = match r["streamed_accumulation"].as_str() {
             Some("batch-affine") => "BA",
             _ => "XYZZ",
@@ -307,10 +324,10 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
          (the host's share of the reduction included). *Resident*: bases and scalars in device \
          memory, the default plan (*bucket sums*: the kind `Accumulation::resident_default` \
          chose in that run; chunks of 2^25 points, or of 2^26 where the plan then needs at most \
-         a quarter of the device's memory, `MsmPlan::for_device`, since session 28), over the \
+         a quarter of the device's memory, `MsmPlan::for_device`), over the \
          *floor* of those sums. *Streamed*: both in host memory, \
          with the streamed plan's bucket sums (named after each time: XYZZ, or BA for \
-         batch-affine, `Accumulation::streamed_default` since session 11), copied on a second stream in chunks of a quarter of the points (at least 2^22, at \
+         batch-affine, `Accumulation::streamed_default`), copied on a second stream in chunks of a quarter of the points (at least 2^22, at \
          most 2^25: `streamed_chunk_len`; the window chosen for that many chunks) while the \
          previous chunk computes: \
          from *pinned* memory directly, or from *pageable* memory through two pinned staging \
@@ -322,7 +339,7 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
          in the same run, **{:.1} G/s**{other_rates}.{madd_text} Batch-affine: its number of \
          window *groups* (their scratch within the plan's budget: `GpuMsm::plan` gives a tenth \
          of the device's memory, at least 6 GiB, `affine_scratch_for_device`; several groups run \
-         alternately on two lanes since session 13), the time with one group (all windows at \
+         alternately on two lanes), the time with one group (all windows at \
          once, one lane, where that differs and fits the device's free memory), and its floor (G1: 6, G2: 15 multiplications per \
          addition).\n\n\
          | group | n | window (bits) | bucket sums | resident (ms) | resident / floor | streamed, pinned (ms) | streamed, pageable (ms) | XYZZ (ms) | XYZZ floor (ms) | batch-affine (ms) | groups | one group (ms) | batch-affine floor (ms) | sppark, same H200 (ms, our speed-up) | checked | device memory (MiB) |\n\
@@ -344,21 +361,41 @@ fn write_docs(v: &Value) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
+    use clap::Parser;
     use serde_json::json;
 
-    use super::{from_files, merge_runs};
+    use super::{from_files, merge_runs, MsmArgs};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: MsmArgs,
+    }
+
+    /// The files of `--from` in `argv`, or the error of parsing or checking them.
+    fn files(argv: &[&str]) -> Result<Vec<PathBuf>, String> {
+        let cli = Cli::try_parse_from(std::iter::once("msm").chain(argv.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        from_files(&cli.args)
+            .map(<[PathBuf]>::to_vec)
+            .map_err(|e| e.to_string())
+    }
 
     #[test]
     fn from_takes_one_file_per_flag_and_nothing_else() {
-        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert!(from_files(&args(&["--min", "20"])).unwrap().is_empty());
+        assert!(files(&["--min", "20"]).unwrap().is_empty());
+        let cli = Cli::try_parse_from(["msm", "--min", "20", "--no-streamed"]).unwrap();
+        assert_eq!(cli.args.args, ["--min", "20", "--no-streamed"]);
         assert_eq!(
-            from_files(&args(&["--from", "a.json", "--from", "b.json"])).unwrap(),
-            vec!["a.json", "b.json"]
+            files(&["--from", "a.json", "--from", "b.json"]).unwrap(),
+            [PathBuf::from("a.json"), PathBuf::from("b.json")]
         );
-        assert!(from_files(&args(&["--from", "a.json", "b.json"])).is_err());
-        assert!(from_files(&args(&["--from"])).is_err());
-        assert!(from_files(&args(&["--reps", "3", "--from", "a.json"])).is_err());
+        assert!(files(&["--from", "a.json", "b.json"]).is_err());
+        assert!(files(&["--from"]).is_err());
+        assert!(files(&["--reps", "3", "--from", "a.json"]).is_err());
+        assert!(files(&["--from", "a.json", "--reps", "3"]).is_err());
     }
 
     #[test]

@@ -53,10 +53,7 @@ echo "run.sh: exit status $status"
 exit $status
 "#;
 
-pub fn run(sh: &Shell, args: &[String]) -> anyhow::Result<()> {
-    if let Some(arg) = args.first() {
-        bail!("unknown argument {arg:?}: cargo xtask device-pack");
-    }
+pub fn run(sh: &Shell) -> anyhow::Result<()> {
     let nvcc = kernels::ensure_nvcc(sh, true)?;
     let _nvcc = sh.push_env("NVCC", &nvcc);
     let _target = sh.push_env("CARGO_TARGET_DIR", CUDA_TARGET_DIR);

@@ -1,6 +1,6 @@
 //! `cargo xtask golden [--bless]`.
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use blstrs::{Bls12, Scalar};
 use cuzk::circuits::BuiltIn;
 use cuzk::golden::{scalar_hex, Case, Manifest, CASES};
@@ -9,11 +9,19 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use xshell::Shell;
 
-pub fn run(sh: &Shell, args: &[String]) -> anyhow::Result<()> {
-    match args.first().map(String::as_str) {
-        None => check(sh),
-        Some("--bless") => bless(),
-        Some(other) => bail!("unknown argument {other:?}: cargo xtask golden [--bless]"),
+/// `cargo xtask golden`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct GoldenArgs {
+    /// Regenerate the parameters and proofs with bellperson instead of checking them.
+    #[arg(long)]
+    bless: bool,
+}
+
+pub fn run(sh: &Shell, args: &GoldenArgs) -> anyhow::Result<()> {
+    if args.bless {
+        bless()
+    } else {
+        check(sh)
     }
 }
 

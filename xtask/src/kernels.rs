@@ -18,21 +18,21 @@ use xshell::{cmd, Shell};
 
 use crate::project_root;
 
-pub fn run(sh: &Shell, args: &[String]) -> anyhow::Result<()> {
-    let mut install = false;
-    let mut check = false;
-    for arg in args {
-        match arg.as_str() {
-            "--install-nvcc" => install = true,
-            "--check" => check = true,
-            other => {
-                bail!("unknown argument {other:?}: cargo xtask kernels [--install-nvcc] [--check]")
-            }
-        }
-    }
-    let nvcc = ensure_nvcc(sh, install)?;
+/// `cargo xtask kernels`' arguments.
+#[derive(clap::Args, Debug)]
+pub struct KernelsArgs {
+    /// Install the pinned nvcc from PyPI into the cache folder when none is found.
+    #[arg(long)]
+    install_nvcc: bool,
+    /// Only report which nvcc would be used; compile nothing.
+    #[arg(long)]
+    check: bool,
+}
+
+pub fn run(sh: &Shell, args: &KernelsArgs) -> anyhow::Result<()> {
+    let nvcc = ensure_nvcc(sh, args.install_nvcc)?;
     println!("nvcc: {}", nvcc.display());
-    if check {
+    if args.check {
         return Ok(());
     }
     compile_all(&nvcc)?;

@@ -1,16 +1,24 @@
-//! cuzk's automation. `cargo xtask <command>`:
+//! cuzk's automation: `cargo xtask <command>`. `cargo xtask --help` lists the commands and
+//! `cargo xtask <command> --help` prints one's arguments; an unknown argument is refused.
 //!
 //! - `golden [--bless]`: check (or regenerate with bellperson) the golden proofs in `testdata/golden`;
+//! - `bench`: the CPU sweep, every benchmark that needs no GPU with its defaults (`bench cpu`, then
+//!   `bench interlock`);
 //! - `bench cpu [--sizes 12..18] [--runs 3]`: cuzk against bellperson on the CPU, into `docs/benchmarks.md`;
-//! - `bench msm`: the GPU MSM (G1, G2) against its floors, into `docs/benchmarks.md` (GPU);
 //! - `bench interlock`: the interlock simulator's sweep, into `docs/interlock.md` and its plots;
-//! - `bench ntt [--min 20 --max 27 ...]`: the GPU NTT against its memory and integer floors (GPU);
+//! - `bench ntt [BENCH_NTT_ARGS]...`: the GPU NTT against its memory and integer floors (GPU; the
+//!   arguments, such as `--min 20 --max 27`, go to the `bench_ntt` example);
+//! - `bench msm [BENCH_MSM_ARGS]... | --from FILE.json...`: the GPU MSM (G1, G2) against its floors,
+//!   into `docs/benchmarks.md` (GPU; the arguments go to the `bench_msm` example), or that section
+//!   written from the JSON of runs made on the GPU machine;
 //! - `kernels [--install-nvcc] [--check]`: compile every CUDA kernel (no GPU needed);
 //! - `device-pack`: GPU test binaries, benchmark and `run.sh` into `target/device/` (docs/gpu.md);
 //! - `ci`: everything CI runs: format, clippy (warnings denied), tests, golden check, every kernel
 //!   compiled, clippy over the `cuda` builds.
 //!
-//! One module per command; `main` only dispatches.
+//! One module per command, holding its arguments as a clap `Args` type; `main` parses and
+//! dispatches. A benchmark that needs no GPU is one more [`Bench`] variant and one more entry of
+//! [`Bench::cpu_sweep`].
 
 mod bench_cpu;
 mod bench_interlock;
@@ -23,30 +31,89 @@ mod kernels;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::bail;
+use clap::{Parser, Subcommand};
 use xshell::Shell;
 
+/// cuzk's automation: kernels, golden proofs, benchmarks, CI.
+#[derive(Parser, Debug)]
+#[command(name = "xtask", bin_name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Prove the golden cases in testdata/golden with cuzk and compare with bellperson's bytes.
+    Golden(golden::GoldenArgs),
+    /// Benchmarks, written into docs/. Without a subcommand: the CPU sweep, every benchmark that
+    /// needs no GPU (cpu, then interlock) with its defaults.
+    Bench {
+        #[command(subcommand)]
+        bench: Option<Bench>,
+    },
+    /// Compile every CUDA kernel into target/kernels/, as the crates' build scripts do (no GPU
+    /// needed).
+    Kernels(kernels::KernelsArgs),
+    /// Build the GPU test binaries, the NTT and MSM benchmarks and run.sh into target/device/,
+    /// for the GPU machine (docs/gpu.md).
+    DevicePack,
+    /// Everything CI runs: format, clippy (warnings denied), tests, golden check, every kernel
+    /// compiled, clippy over the `cuda` builds.
+    Ci,
+}
+
+/// One benchmark: `cargo xtask bench <name>`.
+#[derive(Subcommand, Debug)]
+enum Bench {
+    /// cuzk against bellperson on the CPU, each prover in its own process, into docs/benchmarks.md.
+    Cpu(bench_cpu::CpuArgs),
+    /// The interlock simulator's sweep, into docs/interlock.md and its plots.
+    Interlock,
+    /// The GPU NTT against its memory and integer floors (needs a GPU).
+    Ntt(bench_ntt::NttArgs),
+    /// The GPU MSM (G1, G2) against its floors, into docs/benchmarks.md (needs a GPU, or --from
+    /// the JSON of a run on the GPU machine).
+    Msm(bench_msm::MsmArgs),
+}
+
+impl Bench {
+    /// `cargo xtask bench` alone: every benchmark that needs no GPU, with its defaults, in order.
+    fn cpu_sweep() -> Vec<Bench> {
+        vec![Bench::Cpu(defaults()), Bench::Interlock]
+    }
+
+    fn run(self, sh: &Shell) -> anyhow::Result<()> {
+        match self {
+            Bench::Cpu(args) => bench_cpu::run(sh, &args),
+            Bench::Interlock => bench_interlock::run(),
+            Bench::Ntt(args) => bench_ntt::run(sh, &args),
+            Bench::Msm(args) => bench_msm::run(sh, &args),
+        }
+    }
+}
+
 fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cli = Cli::parse();
     let sh = Shell::new()?;
     sh.change_dir(project_root());
-    let rest = &args[args.len().min(1)..];
-    match args.first().map(String::as_str) {
-        Some("golden") => golden::run(&sh, rest),
-        Some("bench") => match rest.first().map(String::as_str) {
-            Some("cpu") => bench_cpu::run(&sh, &rest[1..]),
-            Some("ntt") => bench_ntt::run(&sh, &rest[1..]),
-            Some("interlock") => bench_interlock::run(),
-            Some("msm") => bench_msm::run(&sh, &rest[1..]),
-            _ => bail!("usage: cargo xtask bench <cpu [--sizes LO..HI] [--runs N] | ntt [--min A --max B] | msm | interlock>"),
-        },
-        Some("kernels") => kernels::run(&sh, rest),
-        Some("device-pack") => device_pack::run(&sh, rest),
-        Some("ci") => ci::run(&sh),
-        _ => bail!(
-            "usage: cargo xtask <golden [--bless] | bench cpu | bench ntt | bench msm | bench interlock | kernels [--install-nvcc] | device-pack | ci>"
-        ),
+    match cli.command {
+        Command::Golden(args) => golden::run(&sh, &args),
+        Command::Bench { bench: Some(bench) } => bench.run(&sh),
+        Command::Bench { bench: None } => Bench::cpu_sweep()
+            .into_iter()
+            .try_for_each(|bench| bench.run(&sh)),
+        Command::Kernels(args) => kernels::run(&sh, &args),
+        Command::DevicePack => device_pack::run(&sh),
+        Command::Ci => ci::run(&sh),
     }
+}
+
+/// A command's arguments with every default, as its name alone on the command line gives them.
+fn defaults<A: clap::Args + clap::FromArgMatches>() -> A {
+    let command = A::augment_args(clap::Command::new("defaults"));
+    A::from_arg_matches(&command.get_matches_from(["defaults"]))
+        .expect("every argument of a swept benchmark has a default")
 }
 
 /// The workspace root.
@@ -57,10 +124,76 @@ pub fn project_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The value after `--name` in `args`, if any.
-pub fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map(String::as_str)
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::{Bench, Cli, Command};
+
+    fn parse(argv: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("xtask").chain(argv.iter().copied()))
+    }
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn unknown_arguments_are_refused() {
+        for argv in [
+            &["bench", "cpu", "--bogus"][..],
+            &["bench", "--runs", "3"],
+            &["golden", "--blesss"],
+            &["kernels", "--install"],
+            &["device-pack", "x"],
+            &["ci", "--fast"],
+            &["bench", "gpu"],
+        ] {
+            let err = parse(argv).expect_err(&argv.join(" "));
+            assert!(
+                matches!(
+                    err.kind(),
+                    clap::error::ErrorKind::UnknownArgument
+                        | clap::error::ErrorKind::InvalidSubcommand
+                ),
+                "{argv:?}: {err}"
+            );
+        }
+        assert!(parse(&["bench", "cpu", "--sizes", "6..30"]).is_err());
+        assert!(parse(&["bench", "cpu", "--runs", "0"]).is_err());
+    }
+
+    #[test]
+    fn bench_alone_is_the_cpu_sweep_with_defaults() {
+        assert!(matches!(
+            parse(&["bench"]).unwrap().command,
+            Command::Bench { bench: None }
+        ));
+        let sweep = format!("{:?}", Bench::cpu_sweep());
+        let explicit = format!(
+            "{:?}",
+            ["cpu", "interlock"].map(|name| match parse(&["bench", name]).unwrap().command {
+                Command::Bench { bench: Some(bench) } => bench,
+                other => panic!("{other:?}"),
+            })
+        );
+        assert_eq!(sweep, explicit);
+    }
+
+    #[test]
+    fn gpu_benchmarks_pass_their_arguments_on() {
+        let Command::Bench {
+            bench: Some(Bench::Ntt(args)),
+        } = parse(&["bench", "ntt", "--max", "28", "--no-check"])
+            .unwrap()
+            .command
+        else {
+            panic!("not bench ntt");
+        };
+        assert_eq!(
+            format!("{args:?}"),
+            r#"NttArgs { args: ["--max", "28", "--no-check"] }"#
+        );
+    }
 }

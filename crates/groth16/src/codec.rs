@@ -20,21 +20,43 @@ const BATCH_POINTS: usize = 1 << 16;
 /// parameters themselves.
 const READ_BATCH_BYTES: usize = 1 << 18;
 
+/// What is checked of each point as it is decoded. Points at infinity are refused either way:
+/// no query, verifying-key vector or proof element of a valid setup holds one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Check {
+    /// The encoding and the curve equation (what blst's deserialisation checks), skipping the
+    /// costly subgroup check: for parameter files from a trusted source. bellperson's
+    /// `checked = false`.
+    Curve,
+    /// Also membership of the prime-order subgroup. bellperson's `checked = true`.
+    Subgroup,
+}
+
+impl Check {
+    /// The check bellperson's `checked` flag asks for.
+    pub fn from_checked(checked: bool) -> Self {
+        if checked {
+            Check::Subgroup
+        } else {
+            Check::Curve
+        }
+    }
+}
+
 /// A point type with a fixed-size uncompressed encoding.
 pub(crate) trait Uncompressed: Sized + Send + Copy + PrimeCurveAffine {
     const SIZE: usize;
-    fn decode(bytes: &[u8], checked: bool) -> Option<Self>;
+    fn decode(bytes: &[u8], check: Check) -> Option<Self>;
     fn encode(&self, out: &mut Vec<u8>);
 }
 
 impl Uncompressed for G1Affine {
     const SIZE: usize = G1_UNCOMPRESSED;
-    fn decode(bytes: &[u8], checked: bool) -> Option<Self> {
+    fn decode(bytes: &[u8], check: Check) -> Option<Self> {
         let bytes: &[u8; G1_UNCOMPRESSED] = bytes.try_into().ok()?;
-        let p = if checked {
-            G1Affine::from_uncompressed(bytes)
-        } else {
-            G1Affine::from_uncompressed_unchecked(bytes)
+        let p = match check {
+            Check::Subgroup => G1Affine::from_uncompressed(bytes),
+            Check::Curve => G1Affine::from_uncompressed_unchecked(bytes),
         };
         Option::from(p)
     }
@@ -45,12 +67,11 @@ impl Uncompressed for G1Affine {
 
 impl Uncompressed for G2Affine {
     const SIZE: usize = G2_UNCOMPRESSED;
-    fn decode(bytes: &[u8], checked: bool) -> Option<Self> {
+    fn decode(bytes: &[u8], check: Check) -> Option<Self> {
         let bytes: &[u8; G2_UNCOMPRESSED] = bytes.try_into().ok()?;
-        let p = if checked {
-            G2Affine::from_uncompressed(bytes)
-        } else {
-            G2Affine::from_uncompressed_unchecked(bytes)
+        let p = match check {
+            Check::Subgroup => G2Affine::from_uncompressed(bytes),
+            Check::Curve => G2Affine::from_uncompressed_unchecked(bytes),
         };
         Option::from(p)
     }
@@ -65,17 +86,15 @@ pub(crate) fn decode_points<P: Uncompressed>(
     bytes: &[u8],
     section: Section,
     first_index: usize,
-    checked: bool,
-    allow_identity: bool,
+    check: Check,
 ) -> Result<Vec<P>, Groth16Error> {
     bytes
         .par_chunks(P::SIZE)
         .enumerate()
         .map(|(i, chunk)| {
             let index = first_index + i;
-            let p =
-                P::decode(chunk, checked).ok_or(Groth16Error::InvalidPoint { section, index })?;
-            if !allow_identity && bool::from(p.is_identity()) {
+            let p = P::decode(chunk, check).ok_or(Groth16Error::InvalidPoint { section, index })?;
+            if bool::from(p.is_identity()) {
                 return Err(Groth16Error::PointAtInfinity { section, index });
             }
             Ok(p)
@@ -146,8 +165,7 @@ impl<R: Read> CountingReader<R> {
         &mut self,
         count: usize,
         section: Section,
-        checked: bool,
-        allow_identity: bool,
+        check: Check,
     ) -> Result<Vec<P>, Groth16Error> {
         // Reserve the whole vector up front so it is never copied while growing. The reservation
         // is only address space until points arrive, so a corrupted count costs nothing: the
@@ -162,7 +180,7 @@ impl<R: Read> CountingReader<R> {
             let batch = (count - out.len()).min(batch_points);
             buf.resize(batch * P::SIZE, 0);
             self.read_exact(&mut buf, section)?;
-            let decoded = decode_points::<P>(&buf, section, out.len(), checked, allow_identity)?;
+            let decoded = decode_points::<P>(&buf, section, out.len(), check)?;
             out.extend_from_slice(&decoded);
         }
         Ok(out)

@@ -9,6 +9,7 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
+use std::marker::PhantomData;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use std::sync::Arc;
 use cuzk_field::{G1Affine, G2Affine};
 
 use crate::codec::{
-    decode_points, write_points, CountingReader, SliceReader, Uncompressed, G1_UNCOMPRESSED,
+    decode_points, write_points, Check, CountingReader, SliceReader, Uncompressed, G1_UNCOMPRESSED,
     G2_UNCOMPRESSED,
 };
 use crate::engine::{Bls12, Engine};
@@ -103,18 +104,19 @@ impl Parameters {
     /// Reads parameters from a stream. `checked` also checks subgroup membership of every query
     /// point (the verifying key is always checked). Bytes after the last section are an error.
     pub fn read<R: Read>(reader: R, checked: bool) -> Result<Self, Groth16Error> {
+        let check = Check::from_checked(checked);
         let mut r = CountingReader::new(reader);
         let vk = VerifyingKey::read_from(&mut r)?;
         let g1 = |r: &mut CountingReader<R>, s| -> Result<Arc<Vec<G1Affine>>, Groth16Error> {
             let count = r.read_u32(s)? as usize;
-            Ok(Arc::new(r.read_points(count, s, checked, false)?))
+            Ok(Arc::new(r.read_points(count, s, check)?))
         };
         let h = g1(&mut r, Section::H)?;
         let l = g1(&mut r, Section::L)?;
         let a = g1(&mut r, Section::A)?;
         let b_g1 = g1(&mut r, Section::BG1)?;
         let count = r.read_u32(Section::BG2)? as usize;
-        let b_g2 = Arc::new(r.read_points(count, Section::BG2, checked, false)?);
+        let b_g2 = Arc::new(r.read_points(count, Section::BG2, check)?);
         let extra = r.trailing_bytes()?;
         if extra != 0 {
             return Err(Groth16Error::TrailingBytes { extra });
@@ -134,49 +136,95 @@ impl Parameters {
         path: PathBuf,
         checked: bool,
     ) -> Result<MappedParameters, Groth16Error> {
-        MappedParameters::open(path, checked)
+        MappedParameters::open(path, Check::from_checked(checked))
     }
 
     /// Reads a parameter file through a memory map, decoding every section in parallel.
     pub fn read_file(path: impl AsRef<Path>, checked: bool) -> Result<Self, Groth16Error> {
-        MappedParameters::open(path, checked)?.to_parameters()
+        MappedParameters::open(path, Check::from_checked(checked))?.to_parameters()
     }
+}
+
+/// One of a parameter file's query vectors, typed by the group of its points: the key of
+/// [`MappedParameters::len`] and [`MappedParameters::points`].
+pub struct Query<P> {
+    index: usize,
+    section: Section,
+    _point: PhantomData<fn() -> P>,
+}
+
+// Manual impls: a derive would require `P: Clone` and so on.
+impl<P> Clone for Query<P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<P> Copy for Query<P> {}
+impl<P> std::fmt::Debug for Query<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Query({})", self.section)
+    }
+}
+
+impl<P> Query<P> {
+    const fn new(index: usize, section: Section) -> Self {
+        Self {
+            index,
+            section,
+            _point: PhantomData,
+        }
+    }
+
+    /// The section the query is read from, as errors name it.
+    pub fn section(self) -> Section {
+        self.section
+    }
+}
+
+impl Query<G1Affine> {
+    /// `h`: `τ^i·Z(τ)/δ`.
+    pub const H: Self = Self::new(0, Section::H);
+    /// `l`: the private variables' terms over δ.
+    pub const L: Self = Self::new(1, Section::L);
+    /// `a`: A's terms at τ, in G1.
+    pub const A: Self = Self::new(2, Section::A);
+    /// `b_g1`: B's terms at τ, in G1.
+    pub const B_G1: Self = Self::new(3, Section::BG1);
+}
+
+impl Query<G2Affine> {
+    /// `b_g2`: B's terms at τ, in G2.
+    pub const B_G2: Self = Self::new(4, Section::BG2);
 }
 
 /// A memory-mapped parameter file whose structure has been validated, decoded on demand.
 ///
 /// Opening reads and checks the verifying key and every section's count against the file size;
-/// query points are decoded (checked or not, as opened) only when a range is asked for.
+/// query points are decoded (with the [`Check`] it was opened with) only when a range is asked
+/// for.
 pub struct MappedParameters<E: Engine = Bls12> {
     path: PathBuf,
     map: memmap2::Mmap,
     /// The verifying key, decoded and checked.
     pub vk: VerifyingKey<E>,
-    checked: bool,
-    h: Range<usize>,
-    l: Range<usize>,
-    a: Range<usize>,
-    b_g1: Range<usize>,
-    b_g2: Range<usize>,
+    check: Check,
+    /// The byte range of each query's points, indexed by `Query::index`.
+    sections: [Range<usize>; 5],
 }
 
 impl<E: Engine> std::fmt::Debug for MappedParameters<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MappedParameters")
             .field("path", &self.path)
-            .field("checked", &self.checked)
-            .field("h_bytes", &self.h.len())
-            .field("l_bytes", &self.l.len())
-            .field("a_bytes", &self.a.len())
-            .field("b_g1_bytes", &self.b_g1.len())
-            .field("b_g2_bytes", &self.b_g2.len())
+            .field("check", &self.check)
+            .field("section_bytes", &self.sections.each_ref().map(Range::len))
             .finish()
     }
 }
 
 impl MappedParameters {
     /// Maps `path` and validates its structure.
-    pub fn open(path: impl AsRef<Path>, checked: bool) -> Result<Self, Groth16Error> {
+    pub fn open(path: impl AsRef<Path>, check: Check) -> Result<Self, Groth16Error> {
         let path = path.as_ref().to_path_buf();
         let file = File::open(&path)?;
         #[allow(unsafe_code)]
@@ -191,11 +239,13 @@ impl MappedParameters {
             let end = r.offset();
             Ok(end - count * size..end)
         };
-        let h = section(G1_UNCOMPRESSED, Section::H)?;
-        let l = section(G1_UNCOMPRESSED, Section::L)?;
-        let a = section(G1_UNCOMPRESSED, Section::A)?;
-        let b_g1 = section(G1_UNCOMPRESSED, Section::BG1)?;
-        let b_g2 = section(G2_UNCOMPRESSED, Section::BG2)?;
+        let sections = [
+            section(G1_UNCOMPRESSED, Section::H)?,
+            section(G1_UNCOMPRESSED, Section::L)?,
+            section(G1_UNCOMPRESSED, Section::A)?,
+            section(G1_UNCOMPRESSED, Section::BG1)?,
+            section(G2_UNCOMPRESSED, Section::BG2)?,
+        ];
         if r.remaining() != 0 {
             return Err(Groth16Error::TrailingBytes {
                 extra: r.remaining() as u64,
@@ -205,12 +255,8 @@ impl MappedParameters {
             path,
             map,
             vk,
-            checked,
-            h,
-            l,
-            a,
-            b_g1,
-            b_g2,
+            check,
+            sections,
         })
     }
 
@@ -219,12 +265,20 @@ impl MappedParameters {
         &self.path
     }
 
-    fn decode<P: Uncompressed>(
+    /// The number of points in `query`.
+    #[allow(private_bounds)]
+    pub fn len<P: Uncompressed>(&self, query: Query<P>) -> usize {
+        self.sections[query.index].len() / P::SIZE
+    }
+
+    /// Decodes `query[range]`.
+    #[allow(private_bounds)]
+    pub fn points<P: Uncompressed>(
         &self,
-        bytes: &Range<usize>,
-        section: Section,
+        query: Query<P>,
         range: Range<usize>,
     ) -> Result<Vec<P>, Groth16Error> {
+        let bytes = &self.sections[query.index];
         let len = bytes.len() / P::SIZE;
         if range.start > range.end || range.end > len {
             return Err(Groth16Error::LengthMismatch {
@@ -235,60 +289,24 @@ impl MappedParameters {
         }
         let slice =
             &self.map[bytes.start + range.start * P::SIZE..bytes.start + range.end * P::SIZE];
-        decode_points(slice, section, range.start, self.checked, false)
+        decode_points(slice, query.section, range.start, self.check)
     }
 
-    /// Number of `h` points.
-    pub fn h_len(&self) -> usize {
-        self.h.len() / G1_UNCOMPRESSED
-    }
-    /// Number of `l` points.
-    pub fn l_len(&self) -> usize {
-        self.l.len() / G1_UNCOMPRESSED
-    }
-    /// Number of `a` points.
-    pub fn a_len(&self) -> usize {
-        self.a.len() / G1_UNCOMPRESSED
-    }
-    /// Number of `b_g1` points.
-    pub fn b_g1_len(&self) -> usize {
-        self.b_g1.len() / G1_UNCOMPRESSED
-    }
-    /// Number of `b_g2` points.
-    pub fn b_g2_len(&self) -> usize {
-        self.b_g2.len() / G2_UNCOMPRESSED
-    }
-
-    /// Decodes `h[range]`.
-    pub fn h(&self, range: Range<usize>) -> Result<Vec<G1Affine>, Groth16Error> {
-        self.decode(&self.h, Section::H, range)
-    }
-    /// Decodes `l[range]`.
-    pub fn l(&self, range: Range<usize>) -> Result<Vec<G1Affine>, Groth16Error> {
-        self.decode(&self.l, Section::L, range)
-    }
-    /// Decodes `a[range]`.
-    pub fn a(&self, range: Range<usize>) -> Result<Vec<G1Affine>, Groth16Error> {
-        self.decode(&self.a, Section::A, range)
-    }
-    /// Decodes `b_g1[range]`.
-    pub fn b_g1(&self, range: Range<usize>) -> Result<Vec<G1Affine>, Groth16Error> {
-        self.decode(&self.b_g1, Section::BG1, range)
-    }
-    /// Decodes `b_g2[range]`.
-    pub fn b_g2(&self, range: Range<usize>) -> Result<Vec<G2Affine>, Groth16Error> {
-        self.decode(&self.b_g2, Section::BG2, range)
+    /// Decodes all of `query`.
+    #[allow(private_bounds)]
+    pub fn all<P: Uncompressed>(&self, query: Query<P>) -> Result<Vec<P>, Groth16Error> {
+        self.points(query, 0..self.len(query))
     }
 
     /// Decodes everything into in-memory [`Parameters`].
     pub fn to_parameters(&self) -> Result<Parameters, Groth16Error> {
         Ok(Parameters {
             vk: self.vk.clone(),
-            h: Arc::new(self.h(0..self.h_len())?),
-            l: Arc::new(self.l(0..self.l_len())?),
-            a: Arc::new(self.a(0..self.a_len())?),
-            b_g1: Arc::new(self.b_g1(0..self.b_g1_len())?),
-            b_g2: Arc::new(self.b_g2(0..self.b_g2_len())?),
+            h: Arc::new(self.all(Query::H)?),
+            l: Arc::new(self.all(Query::L)?),
+            a: Arc::new(self.all(Query::A)?),
+            b_g1: Arc::new(self.all(Query::B_G1)?),
+            b_g2: Arc::new(self.all(Query::B_G2)?),
         })
     }
 }

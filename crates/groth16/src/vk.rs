@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use cuzk_field::{G1Affine, G2Affine};
 
 use crate::codec::{
-    decode_points, write_points, CountingReader, SliceReader, Uncompressed, G1_UNCOMPRESSED,
+    decode_points, write_points, Check, CountingReader, SliceReader, Uncompressed, G1_UNCOMPRESSED,
     G2_UNCOMPRESSED,
 };
 use crate::engine::{Bls12, Engine};
@@ -158,7 +158,7 @@ impl VerifyingKey {
     pub(crate) fn read_from<R: Read>(r: &mut CountingReader<R>) -> Result<Self, Groth16Error> {
         let (g1, g2) = read_fixed(|buf, section| r.read_exact(buf, section))?;
         let count = r.read_u32(Section::Ic)? as usize;
-        let ic = r.read_points(count, Section::Ic, true, false)?;
+        let ic = r.read_points(count, Section::Ic, Check::Subgroup)?;
         Self::from_fixed(&g1, &g2, ic)
     }
 
@@ -168,7 +168,7 @@ impl VerifyingKey {
             Ok(())
         })?;
         let (_, bytes) = r.take_vector(G1_UNCOMPRESSED, Section::Ic)?;
-        let ic = decode_points(bytes, Section::Ic, 0, true, false)?;
+        let ic = decode_points(bytes, Section::Ic, 0, Check::Subgroup)?;
         Self::from_fixed(&g1, &g2, ic)
     }
 
@@ -178,7 +178,7 @@ impl VerifyingKey {
         ic: Vec<G1Affine>,
     ) -> Result<Self, Groth16Error> {
         fn one<P: Uncompressed>(bytes: &[u8], name: &'static str) -> Result<P, Groth16Error> {
-            P::decode(bytes, true).ok_or(Groth16Error::InvalidPoint {
+            P::decode(bytes, Check::Subgroup).ok_or(Groth16Error::InvalidPoint {
                 section: Section::VerifyingKey(name),
                 index: 0,
             })

@@ -4,8 +4,8 @@
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use cuzk_field::{Fp, G1Affine, Scalar};
 use cuzk_groth16::{
-    generate_random_parameters, prepare_verifying_key, verify_proof, Groth16Error,
-    MappedParameters, Parameters, Proof, Section, VerifyingKey,
+    generate_random_parameters, prepare_verifying_key, verify_proof, Check, Groth16Error,
+    MappedParameters, Parameters, Proof, Query, Section, VerifyingKey,
 };
 use ff::Field;
 use group::prime::PrimeCurveAffine;
@@ -85,11 +85,15 @@ fn round_trips_through_stream_and_map() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.params");
     std::fs::write(&path, bytes).unwrap();
-    let mapped = MappedParameters::<cuzk_groth16::Bls12>::open(&path, true).unwrap();
-    assert_eq!(mapped.h(1..3).unwrap(), params.h[1..3].to_vec());
-    assert_eq!(mapped.b_g2(0..mapped.b_g2_len()).unwrap(), *params.b_g2);
+    let mapped = MappedParameters::<cuzk_groth16::Bls12>::open(&path, Check::Subgroup).unwrap();
+    assert_eq!(
+        mapped.points(Query::H, 1..3).unwrap(),
+        params.h[1..3].to_vec()
+    );
+    assert_eq!(mapped.all(Query::B_G2).unwrap(), *params.b_g2);
+    assert_eq!(mapped.len(Query::L), params.l.len());
     assert!(matches!(
-        mapped.h(0..mapped.h_len() + 1),
+        mapped.points(Query::H, 0..mapped.len(Query::H) + 1),
         Err(Groth16Error::LengthMismatch { .. })
     ));
 }
