@@ -4,12 +4,12 @@
 //! On a machine with a GPU, builds and runs `crates/msm/examples/bench_msm.rs` (release, `cuda`
 //! feature; every argument goes to it, such as `--min 20 --max 26 --g2-max 24 --reps 5
 //! --check-max 22 --no-streamed`), which writes `target/bench-msm.json`, and renders that into
-//! the `bench-msm` section of docs/benchmarks.md. The GPU machine has no Rust toolchain: there, run the example binary built
-//! here (`target/cuda/release/examples/bench_msm --out $OUT/bench-msm.json`, carried over), then
-//! `cargo xtask bench msm --from bench-msm.json` here writes the section from its output. Several
-//! `--from FILE` (runs of different sizes or groups) make one table: the rows of all, a later
-//! file's row replacing an earlier one of the same group and size, and the first file's device
-//! line and rates.
+//! the `bench-msm` section of docs/benchmarks.md. The GPU machine has no Rust toolchain: there,
+//! run the example binary built here (`target/cuda/release/examples/bench_msm --out
+//! $OUT/bench-msm.json`, carried over), then `cargo xtask bench msm --from bench-msm.json` here
+//! writes the section from its output. Several `--from FILE` (runs of different sizes or groups)
+//! make one table: the rows of all, a later file's row replacing an earlier one of the same group
+//! and size, and the first file's device line and rates.
 
 use std::path::{Path, PathBuf};
 
@@ -31,7 +31,8 @@ const SPPARK_H200: &[(&str, u64, f64)] = &[
     ("G2", 22, 138.0),
 ];
 
-/// `cargo xtask bench msm`'s arguments: the example's, or the `--from` files of runs made elsewhere.
+/// `cargo xtask bench msm`'s arguments: the example's, or the `--from` files of runs made
+/// elsewhere.
 #[derive(clap::Args, Debug)]
 pub struct MsmArgs {
     /// Write the bench-msm section from this JSON output of the `bench_msm` example (run on the

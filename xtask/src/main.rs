@@ -1,16 +1,18 @@
 //! cuzk's automation: `cargo xtask <command>`. `cargo xtask --help` lists the commands and
 //! `cargo xtask <command> --help` prints one's arguments; an unknown argument is refused.
 //!
-//! - `golden [--bless]`: check (or regenerate with bellperson) the golden proofs in `testdata/golden`;
+//! - `golden [--bless]`: check (or regenerate with bellperson) the golden proofs in
+//!   `testdata/golden`;
 //! - `bench`: the CPU sweep, every benchmark that needs no GPU with its defaults (`bench cpu`, then
 //!   `bench interlock`);
-//! - `bench cpu [--sizes 12..18] [--runs 3]`: cuzk against bellperson on the CPU, into `docs/benchmarks.md`;
+//! - `bench cpu [--sizes 12..18] [--runs 3]`: cuzk against bellperson on the CPU, into
+//!   `docs/benchmarks.md`;
 //! - `bench interlock`: the interlock simulator's sweep, into `docs/interlock.md` and its plots;
 //! - `bench ntt [BENCH_NTT_ARGS]...`: the GPU NTT against its memory and integer floors (GPU; the
 //!   arguments, such as `--min 20 --max 27`, go to the `bench_ntt` example);
-//! - `bench msm [BENCH_MSM_ARGS]... | --from FILE.json...`: the GPU MSM (G1, G2) against its floors,
-//!   into `docs/benchmarks.md` (GPU; the arguments go to the `bench_msm` example), or that section
-//!   written from the JSON of runs made on the GPU machine;
+//! - `bench msm [BENCH_MSM_ARGS]... | --from FILE.json...`: the GPU MSM (G1, G2) against its
+//!   floors, into `docs/benchmarks.md` (GPU; the arguments go to the `bench_msm` example), or that
+//!   section written from the JSON of runs made on the GPU machine;
 //! - `kernels [--install-nvcc] [--check]`: compile every CUDA kernel (no GPU needed);
 //! - `device-pack`: GPU test binaries, benchmark and `run.sh` into `target/device/` (docs/gpu.md);
 //! - `ci`: everything CI runs: format, clippy (warnings denied), tests, golden check, every kernel
