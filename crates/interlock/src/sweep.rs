@@ -1,5 +1,6 @@
 //! The policy sweep behind `cargo xtask bench interlock`: policies × workers × proofs in flight ×
-//! VRAM sizes × release modes, written as a Markdown table and an SVG plot.
+//! VRAM sizes × release modes, rendered as a Markdown table and an SVG plot. Writing them into
+//! the workspace's `docs/` is xtask's job; this module touches no file.
 
 use std::fmt::Write as _;
 
@@ -514,34 +515,4 @@ impl SweepReport {
         s.push_str("</svg>\n");
         s
     }
-}
-
-/// Runs the sweep and writes `interlock.md`, `interlock.svg` and the two waterfalls
-/// (`interlock-seeds-twolock.svg`, `interlock-vrambudget-141gib.svg`) into `dir`: what
-/// `cargo xtask bench interlock` does with the workspace's `docs/`.
-pub fn write_docs(dir: &std::path::Path, config: &SweepConfig) -> std::io::Result<SweepReport> {
-    let report = run(config);
-    std::fs::create_dir_all(dir)?;
-    std::fs::write(dir.join("interlock.md"), report.to_markdown())?;
-    std::fs::write(dir.join("interlock.svg"), report.to_svg())?;
-    let seeds = SimConfig {
-        profile: config.profile.clone(),
-        ..SimConfig::seeds(PolicyKind::TwoLock)
-    };
-    let overlap = SimConfig {
-        policy: PolicyKind::VramBudget,
-        workers: 3,
-        proofs: 3,
-        partitions_per_proof: config.partitions_per_proof,
-        device: DeviceSpec::gib(141, false),
-        profile: config.profile.clone(),
-    };
-    for (name, sim) in [
-        ("interlock-seeds-twolock.svg", seeds),
-        ("interlock-vrambudget-141gib.svg", overlap),
-    ] {
-        let report = simulate(&sim).map_err(std::io::Error::other)?;
-        std::fs::write(dir.join(name), report.timeline.to_svg_waterfall())?;
-    }
-    Ok(report)
 }
