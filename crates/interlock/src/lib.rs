@@ -2,14 +2,10 @@
 //!
 //! # Why
 //!
-//! Several workers share one GPU, and how they take turns decides throughput. The incumbent
-//! engine's best design was one mutex around the whole GPU phase (about 32 s per 32 GiB-sector
-//! proof on a 16 GB card). Its team split that mutex into a transfer lock and a compute lock so the
-//! next partition's inputs could go up while the current one computed; a proof then took 73.8 s
-//! (`shared/seeds/`). Every partition logged `prestage_setup=skip_vram`: freeing VRAM went through
-//! `cudaDeviceSynchronize` and `cudaMemPoolTrimTo`, both device-global, so pre-staging never found
-//! free memory, the fallback staged inside the compute lock, and each worker waited about two
-//! other workers' GPU time (7 s against 3.8 s of its own).
+//! Several workers share one GPU, and how they take turns decides throughput. The incumbent's
+//! split of its one GPU mutex into a transfer lock and a compute lock made proofs more than twice
+//! as slow, because its frees synchronised the whole device (docs/ARCHITECTURE.md, "Why the
+//! arena and the policies").
 //!
 //! The lesson this crate is built on: the lock design must be judged against how memory comes
 //! back, and both must be visible. So policies are types over a `cuzk-vram` arena (memory is a

@@ -2,12 +2,10 @@
 //!
 //! # Why
 //!
-//! The incumbent engine's team could not see why its two-lock GPU interlock made a proof take
-//! 73.8 s instead of 32 s until they added `CUZK_TIMING` lines by hand: only then did
-//! `pre_destructor_ms` (11.5 s) decompose into `split_vectors` (0.6 s) + `prep_msm` (1.8 s) + a
-//! 7 s wait for the compute lock (two other workers' GPU time) + 3.8 s of GPU (see
-//! `shared/seeds/`). So cuzk is instrumented from the start: every stage and every wait is a
-//! `tracing` span, and this crate turns those spans into numbers and pictures.
+//! The incumbent's two-lock interlock made proofs more than twice as slow, and its team could
+//! not see why until they timed every stage and every wait by hand (docs/ARCHITECTURE.md, "Why
+//! the arena and the policies"). So cuzk is instrumented from the start: every stage and every
+//! wait is a `tracing` span, and this crate turns those spans into numbers and pictures.
 //!
 //! # The conventions it consumes
 //!

@@ -2,14 +2,11 @@
 //!
 //! # Why an arena
 //!
-//! The incumbent engine allocated from the CUDA memory pool per partition and freed through
-//! `cudaDeviceSynchronize` and `cudaMemPoolTrimTo`. Both are device-global. When its team split
-//! the one GPU mutex into a transfer lock and a compute lock (their "Phase 10"), every free waited
-//! for every other worker's kernels, pre-staging of the next partition never found free VRAM
-//! (`prestage_setup=skip_vram` on every partition), and a proof took 73.8 s instead of 32 s, each
-//! worker waiting about two other workers' GPU time for the compute lock (see `shared/seeds/` and
-//! `docs/interlock.md`). The lesson: whether a worker may stage must be a question the host can
-//! answer from its own books, and freeing must never synchronise the device.
+//! The incumbent engine freed device memory through device-global calls, so its two-lock design
+//! made every free wait for every other worker's kernels and pre-staging never found room
+//! (docs/ARCHITECTURE.md, "Why the arena and the policies"). The lesson: whether a worker may
+//! stage must be a question the host can answer from its own books, and freeing must never
+//! synchronise the device.
 //!
 //! So this crate makes VRAM a host-side data structure:
 //! - [`Arena`]: one region per device allocated once at start ([`ArenaSize`]: a budget, or the
