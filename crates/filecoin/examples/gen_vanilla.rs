@@ -1,0 +1,96 @@
+//! Seals a real sector with filecoin-proofs, deterministically, and writes its C1 output for
+//! cuzk's tests and its default job: `cargo run --release -p cuzk-filecoin --example gen_vanilla
+//! -- [OUT_DIR] [SECTOR_SIZE]` (default `testdata/filecoin` and `2KiB`).
+//!
+//! Writes `porep-<size>.c1.json` (Curio's wrapper, as a prover receives it) and
+//! `porep-<size>.meta.json` (the miner, sector, registered proof, commitments, ticket and seed,
+//! what `verify_seal` needs). Every input comes from a ChaCha20 rng with a fixed seed, so the
+//! files are the same on every run. No Groth16 parameters are needed: C1 is vanilla proofs.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use cuzk_filecoin::filecoin_proofs::{
+    self, add_piece, seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2,
+    with_shape, MerkleTreeTrait, PieceInfo, UnpaddedBytesAmount,
+};
+use cuzk_filecoin::{prover_id, C1Output, RegisteredSealProof};
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
+
+/// The miner and sector of the test data.
+const MINER_ID: u64 = 1000;
+const SECTOR_NUMBER: u64 = 1;
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let out = PathBuf::from(args.next().unwrap_or_else(|| "testdata/filecoin".into()));
+    let size = args.next().unwrap_or_else(|| "2KiB".into());
+    let sector_size = cuzk_filecoin::parse_sector_size(&size)?;
+    let registered = RegisteredSealProof::v1_1(sector_size)?;
+    std::fs::create_dir_all(&out)?;
+    let c1 = with_shape!(sector_size, seal, registered,)?;
+    let name = cuzk_filecoin::registered::format_sector_size(sector_size);
+    let c1_path = out.join(format!("porep-{name}.c1.json"));
+    std::fs::write(&c1_path, c1.to_curio_json(SECTOR_NUMBER))?;
+    let meta = serde_json::json!({
+        "registered_proof": registered.number(),
+        "registered_proof_name": registered.to_string(),
+        "miner_id": MINER_ID,
+        "sector_number": SECTOR_NUMBER,
+        "comm_r": hex(&c1.comm_r),
+        "comm_d": hex(&c1.comm_d),
+        "ticket": hex(&c1.ticket),
+        "seed": hex(&c1.seed),
+    });
+    std::fs::write(
+        out.join(format!("porep-{name}.meta.json")),
+        serde_json::to_string_pretty(&meta)? + "\n",
+    )?;
+    println!("wrote {}", c1_path.display());
+    Ok(())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn seal<Tree: 'static + MerkleTreeTrait>(
+    registered: RegisteredSealProof,
+) -> anyhow::Result<C1Output> {
+    let config = registered.porep_config();
+    let mut rng = ChaCha20Rng::seed_from_u64(40);
+    let unpadded = UnpaddedBytesAmount::from(config.padded_bytes_amount());
+    let mut data = vec![0u8; usize::from(unpadded)];
+    rng.fill_bytes(&mut data);
+    let mut ticket = [0u8; 32];
+    rng.fill_bytes(&mut ticket);
+    let mut seed = [0u8; 32];
+    rng.fill_bytes(&mut seed);
+
+    let dir = tempfile::tempdir()?;
+    let staged = dir.path().join("staged");
+    let sealed = dir.path().join("sealed");
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache)?;
+    let (piece, _) = add_piece(&data[..], std::fs::File::create(&staged)?, unpadded, &[])
+        .context("add_piece")?;
+    let pieces: Vec<PieceInfo> = vec![piece];
+    std::fs::File::create(&sealed)?;
+    let prover = prover_id(MINER_ID);
+    let sector = SECTOR_NUMBER.into();
+    let pc1 = seal_pre_commit_phase1::<_, _, _, Tree>(
+        &config, &cache, &staged, &sealed, prover, sector, ticket, &pieces,
+    )
+    .context("seal_pre_commit_phase1")?;
+    let pc2 =
+        seal_pre_commit_phase2(&config, pc1, &cache, &sealed).context("seal_pre_commit_phase2")?;
+    let out: filecoin_proofs::SealCommitPhase1Output<Tree> = seal_commit_phase1(
+        &config, &cache, &sealed, prover, sector, ticket, seed, pc2, &pieces,
+    )
+    .context("seal_commit_phase1")?;
+
+    // filecoin-proofs' JSON, then parsed as a prover would receive it.
+    let json = serde_json::to_vec(&out)?;
+    Ok(C1Output::parse(&json, Some(registered))?)
+}
