@@ -134,9 +134,10 @@ fn porep_2kib_verifies_with_filecoin_proofs_and_matches_bellperson() {
 fn tampered_vanilla_proofs_are_unsatisfied() {
     let dir = param_dir();
     let c1 = C1Output::parse(&c1_bytes(), None).unwrap();
-    // Change one byte of the first node in the vanilla proofs: the circuit no longer holds.
+    // Change one byte of the first data leaf (comm_d's inclusion proof): the circuit no longer
+    // holds. (Roots are not witnessed: the circuit uses the public commitments instead.)
     let raw = c1.vanilla_proofs.get();
-    let at = raw.find("[").unwrap();
+    let at = raw.find("\"leaf\":[").unwrap();
     let digits = raw[at..].find(|c: char| c.is_ascii_digit()).unwrap() + at;
     let end = raw[digits..].find(|c: char| !c.is_ascii_digit()).unwrap() + digits;
     let old: u32 = raw[digits..end].parse().unwrap();
