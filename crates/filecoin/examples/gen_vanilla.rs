@@ -29,8 +29,8 @@ fn main() -> anyhow::Result<()> {
     let sector_size = cuzk_filecoin::parse_sector_size(&size)?;
     let registered = RegisteredSealProof::v1_1(sector_size)?;
     std::fs::create_dir_all(&out)?;
-    let c1 = with_shape!(sector_size, seal, registered,)?;
     let name = cuzk_filecoin::registered::format_sector_size(sector_size);
+    let c1 = with_shape!(sector_size, seal, registered, &out, &name,)?;
     let c1_path = out.join(format!("porep-{name}.c1.json"));
     std::fs::write(&c1_path, c1.to_curio_json(SECTOR_NUMBER))?;
     let meta = serde_json::json!({
@@ -57,6 +57,8 @@ fn hex(bytes: &[u8]) -> String {
 
 fn seal<Tree: 'static + MerkleTreeTrait>(
     registered: RegisteredSealProof,
+    out_dir: &std::path::Path,
+    name: &str,
 ) -> anyhow::Result<C1Output> {
     let config = registered.porep_config();
     let mut rng = ChaCha20Rng::seed_from_u64(40);
@@ -85,12 +87,70 @@ fn seal<Tree: 'static + MerkleTreeTrait>(
     .context("seal_pre_commit_phase1")?;
     let pc2 =
         seal_pre_commit_phase2(&config, pc1, &cache, &sealed).context("seal_pre_commit_phase2")?;
+    let comm_r = pc2.comm_r;
     let out: filecoin_proofs::SealCommitPhase1Output<Tree> = seal_commit_phase1(
         &config, &cache, &sealed, prover, sector, ticket, seed, pc2, &pieces,
     )
     .context("seal_commit_phase1")?;
 
+    winning_post::<Tree>(&mut rng, registered, comm_r, &sealed, &cache, out_dir, name)?;
+
     // filecoin-proofs' JSON, then parsed as a prover would receive it.
     let json = serde_json::to_vec(&out)?;
     Ok(C1Output::parse(&json, Some(registered))?)
+}
+
+/// Writes `winning-<size>.json`: the WinningPoSt vanilla proof of the sealed sector (bincode,
+/// base64), as filecoin-proofs-api's `generate_winning_post_with_vanilla` takes it, with the
+/// randomness, miner, sector and comm_r its verifier needs.
+fn winning_post<Tree: 'static + MerkleTreeTrait>(
+    rng: &mut ChaCha20Rng,
+    registered: RegisteredSealProof,
+    comm_r: [u8; 32],
+    sealed: &std::path::Path,
+    cache: &std::path::Path,
+    out_dir: &std::path::Path,
+    name: &str,
+) -> anyhow::Result<()> {
+    use base64::Engine as _;
+    let config = cuzk_filecoin::post::winning_post_config(registered.sector_size);
+    let mut randomness = [0u8; 32];
+    rng.fill_bytes(&mut randomness);
+    // Lotus masks the randomness into the field.
+    randomness[31] &= 0x3f;
+    let sector = SECTOR_NUMBER.into();
+    let prover = prover_id(MINER_ID);
+    let replica = filecoin_proofs::PrivateReplicaInfo::<Tree>::new(
+        sealed.to_path_buf(),
+        comm_r,
+        cache.to_path_buf(),
+    )?;
+    let challenges = filecoin_proofs::generate_fallback_sector_challenges::<Tree>(
+        &config,
+        &randomness,
+        &[sector],
+        prover,
+    )
+    .context("generate_fallback_sector_challenges")?;
+    let proof = filecoin_proofs::generate_single_vanilla_proof::<Tree>(
+        &config,
+        sector,
+        &replica,
+        &challenges[&sector],
+    )
+    .context("generate_single_vanilla_proof")?;
+    let bytes = bincode::serialize(&proof)?;
+    let json = serde_json::json!({
+        "sector_size": registered.sector_size,
+        "miner_id": MINER_ID,
+        "sector_number": SECTOR_NUMBER,
+        "comm_r": hex(&comm_r),
+        "randomness": hex(&randomness),
+        "vanilla_proofs": [base64::engine::general_purpose::STANDARD.encode(bytes)],
+    });
+    std::fs::write(
+        out_dir.join(format!("winning-{name}.json")),
+        serde_json::to_string_pretty(&json)? + "\n",
+    )?;
+    Ok(())
 }

@@ -6,6 +6,7 @@
 //! - [`porep`]: PoRep C2, partition by partition: circuits from `StackedCompound`, proofs from
 //!   the caller's [`porep::PartitionProver`] (cuzk's pipeline), each verified, concatenated as
 //!   `seal_commit_phase2` returns them.
+//! - [`post`]: WinningPoSt from the vanilla proofs `generate_winning_post_with_vanilla` takes.
 //! - [`params`]: filecoin-proofs' parameter cache (`v28-<id>.params`, `.vk`, `.meta`), read
 //!   with cuzk's reader and generated with cuzk's setup for test sector sizes.
 //! - [`registered`]: registered seal proofs by number and name, sector sizes, prover ids.
@@ -17,12 +18,13 @@ pub mod c1;
 mod error;
 pub mod params;
 pub mod porep;
+pub mod post;
 pub mod registered;
 
 pub use c1::C1Output;
 pub use error::FilecoinError;
 pub use params::ParamFiles;
-pub use porep::{PartitionProver, PorepJob, PorepProof, SectorId};
+pub use porep::{FilecoinProof, PartitionProver, PorepJob, SectorId};
 pub use registered::{parse_sector_size, prover_id, RegisteredSealProof};
 
 /// The filecoin-proofs this crate builds circuits with, re-exported so callers name the same

@@ -84,11 +84,11 @@ pub struct PartitionReport {
     pub constraints: usize,
 }
 
-/// The C2 proof and how it was made.
+/// A proof's bytes and how they were made (PoRep C2, WinningPoSt).
 #[derive(Clone, Debug)]
-pub struct PorepProof {
-    /// The partitions' 192-byte proofs, concatenated in partition order: `seal_commit_phase2`'s
-    /// bytes.
+pub struct FilecoinProof {
+    /// The partitions' 192-byte proofs, concatenated in partition order: the bytes
+    /// `seal_commit_phase2` (or `generate_winning_post_with_vanilla`) returns.
     pub bytes: Vec<u8>,
     /// Reading the parameters.
     pub load_params: Duration,
@@ -209,7 +209,7 @@ impl<'a> PorepJob<'a> {
         &self,
         dir: &std::path::Path,
         prover: &mut dyn PartitionProver,
-    ) -> Result<PorepProof, FilecoinError> {
+    ) -> Result<FilecoinProof, FilecoinError> {
         let size = self.c1.registered_proof.sector_size;
         with_shape!(size, prove_tree, self, dir, prover,)
     }
@@ -317,7 +317,7 @@ fn prove_tree<Tree: 'static + MerkleTreeTrait>(
     job: &PorepJob<'_>,
     dir: &std::path::Path,
     prover: &mut dyn PartitionProver,
-) -> Result<PorepProof, FilecoinError> {
+) -> Result<FilecoinProof, FilecoinError> {
     let prep = prepare::<Tree>(job)?;
     let files = ParamFiles::of::<
         StackedCompound<Tree, DefaultPieceHasher>,
@@ -369,7 +369,7 @@ fn prove_tree<Tree: 'static + MerkleTreeTrait>(
         bytes.extend_from_slice(&proof.to_bytes());
         reports.push(report);
     }
-    Ok(PorepProof {
+    Ok(FilecoinProof {
         bytes,
         load_params,
         partitions: reports,
@@ -409,7 +409,7 @@ fn public_inputs<Tree: 'static + MerkleTreeTrait>(
 }
 
 /// Parameters of another circuit show as sizes that disagree with the assignment's.
-fn check_fits(
+pub(crate) fn check_fits(
     a: &ProvingAssignment,
     params: &Parameters,
     files: &ParamFiles,

@@ -1,0 +1,289 @@
+//! WinningPoSt: from the vanilla proofs filecoin-proofs-api's `generate_winning_post_with_vanilla`
+//! takes (one bincode-serialised `FallbackPoStSectorProof` per challenged sector) to the bytes
+//! it returns.
+//!
+//! This mirrors filecoin-proofs' `generate_winning_post_with_vanilla` step by step: the same
+//! PoSt config, public parameters (`FallbackPoStCompound::setup`, no partitions), public inputs
+//! (randomness and prover id as field elements, the sectors of the vanilla proofs), the
+//! vanilla proofs partitioned by `partition_vanilla_proofs`, then one circuit per partition
+//! from `FallbackPoStCompound::circuit`, proven by the caller's [`PartitionProver`] and
+//! verified before the bytes are returned.
+
+use std::path::Path;
+use std::time::Instant;
+
+use cuzk_groth16::{prepare_verifying_key, synthesize_with_capacity, verify_proof, Capacity};
+use filecoin_hashers::Hasher;
+use filecoin_proofs::{
+    as_safe_commitment, parameters::winning_post_setup_params, partition_vanilla_proofs,
+    with_shape, FallbackPoStSectorProof, MerkleTreeTrait, PoStConfig, PoStType, SectorSize,
+    VanillaProof, WINNING_POST_CHALLENGE_COUNT, WINNING_POST_SECTOR_COUNT,
+};
+use storage_proofs_core::{api_version::ApiVersion, compound_proof, compound_proof::CompoundProof};
+use storage_proofs_post::fallback::{
+    FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicInputs, PublicSector,
+};
+
+use crate::error::FilecoinError;
+use crate::params::{self, GenerateReport, ParamFiles};
+use crate::porep::{FilecoinProof, PartitionProver, PartitionReport};
+use crate::registered::prover_id;
+
+/// The WinningPoSt config filecoin-proofs-api uses for `sector_size` (66 challenges, one
+/// sector, API 1.0.0 as `StackedDrgWinning*V1`).
+pub fn winning_post_config(sector_size: u64) -> PoStConfig {
+    PoStConfig {
+        sector_size: SectorSize(sector_size),
+        challenge_count: WINNING_POST_CHALLENGE_COUNT,
+        sector_count: WINNING_POST_SECTOR_COUNT,
+        typ: PoStType::Winning,
+        priority: false,
+        api_version: ApiVersion::V1_0_0,
+    }
+}
+
+type Compound<'a, Tree> = compound_proof::PublicParams<'a, FallbackPoSt<'a, Tree>>;
+
+fn compound_params<'a, Tree: 'static + MerkleTreeTrait>(
+    config: &PoStConfig,
+) -> Result<Compound<'a, Tree>, FilecoinError> {
+    let setup = compound_proof::SetupParams {
+        vanilla_params: winning_post_setup_params(config).map_err(FilecoinError::FilecoinProofs)?,
+        partitions: None,
+        priority: false,
+    };
+    <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::setup(&setup)
+        .map_err(FilecoinError::FilecoinProofs)
+}
+
+fn files_of<Tree: 'static + MerkleTreeTrait>(dir: &Path, pp: &Compound<'_, Tree>) -> ParamFiles {
+    ParamFiles::of::<FallbackPoStCompound<Tree>, FallbackPoStCircuit<Tree>, _>(
+        dir,
+        &pp.vanilla_params,
+    )
+}
+
+/// The parameter files of the WinningPoSt circuit of `sector_size`, in `dir`.
+pub fn winning_param_files(dir: &Path, sector_size: u64) -> Result<ParamFiles, FilecoinError> {
+    crate::registered::RegisteredSealProof::v1_1(sector_size)?;
+    with_shape!(sector_size, winning_param_files_tree, dir, sector_size,)
+}
+
+fn winning_param_files_tree<Tree: 'static + MerkleTreeTrait>(
+    dir: &Path,
+    sector_size: u64,
+) -> Result<ParamFiles, FilecoinError> {
+    let pp = compound_params::<Tree>(&winning_post_config(sector_size))?;
+    Ok(files_of(dir, &pp))
+}
+
+/// Generates the WinningPoSt parameters of `sector_size` into `dir` with cuzk's setup.
+pub fn generate_winning_params(
+    dir: &Path,
+    sector_size: u64,
+    seed: u64,
+) -> Result<(ParamFiles, GenerateReport), FilecoinError> {
+    crate::registered::RegisteredSealProof::v1_1(sector_size)?;
+    with_shape!(sector_size, generate_winning_tree, dir, sector_size, seed,)
+}
+
+fn generate_winning_tree<Tree: 'static + MerkleTreeTrait>(
+    dir: &Path,
+    sector_size: u64,
+    seed: u64,
+) -> Result<(ParamFiles, GenerateReport), FilecoinError> {
+    let pp = compound_params::<Tree>(&winning_post_config(sector_size))?;
+    let files = files_of(dir, &pp);
+    let blank =
+        <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::blank_circuit(
+            &pp.vanilla_params,
+        );
+    let report = params::generate(&files, blank, seed)?;
+    Ok((files, report))
+}
+
+/// A WinningPoSt job: the sector size, the 32-byte challenge randomness, the miner, and the
+/// vanilla proofs as bincode bytes, one per challenged sector.
+#[derive(Clone, Debug)]
+pub struct WinningPostJob<'a> {
+    /// The sector size of the challenged sectors.
+    pub sector_size: u64,
+    /// The challenge seed.
+    pub randomness: [u8; 32],
+    /// The miner's actor id.
+    pub miner_id: u64,
+    /// One bincode-serialised `FallbackPoStSectorProof` per challenged sector.
+    pub vanilla_proofs: &'a [Vec<u8>],
+}
+
+impl WinningPostJob<'_> {
+    /// Proves the job with `prover` and the parameters in `dir`, verifies the proof, and
+    /// returns `generate_winning_post_with_vanilla`'s bytes.
+    pub fn prove(
+        &self,
+        dir: &Path,
+        prover: &mut dyn PartitionProver,
+    ) -> Result<FilecoinProof, FilecoinError> {
+        crate::registered::RegisteredSealProof::v1_1(self.sector_size)?;
+        let size = self.sector_size;
+        with_shape!(size, prove_winning_tree, self, dir, prover,)
+    }
+}
+
+/// A partition's WinningPoSt circuit and its public inputs.
+pub type PostCircuit<Tree> = (FallbackPoStCircuit<Tree>, Vec<blstrs::Scalar>);
+
+/// The circuits of every partition of `job`, as `generate_winning_post_with_vanilla` builds
+/// them, each with its public inputs: for checking cuzk's proofs against another prover's.
+pub fn winning_circuits<Tree: 'static + MerkleTreeTrait>(
+    job: &WinningPostJob<'_>,
+) -> Result<Vec<PostCircuit<Tree>>, FilecoinError> {
+    let (pp, pub_in, verify_in, partitioned) = prepare::<Tree>(job)?;
+    (0..partitioned.len())
+        .map(|k| circuit_and_inputs::<Tree>(&pp, &pub_in, &verify_in, &partitioned[k], k))
+        .collect()
+}
+
+/// The public parameters, the prover's public inputs, the verifier's (each sector repeated
+/// once per challenge, as `verify_winning_post` builds them: the circuit's challenges are
+/// those of the repeated sectors), and the partitioned vanilla proofs.
+type Prepared<'a, Tree> = (
+    Compound<'a, Tree>,
+    PublicInputs<<<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain>,
+    PublicInputs<<<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain>,
+    Vec<VanillaProof<Tree>>,
+);
+
+fn prepare<'a, Tree: 'static + MerkleTreeTrait>(
+    job: &WinningPostJob<'_>,
+) -> Result<Prepared<'a, Tree>, FilecoinError> {
+    let config = winning_post_config(job.sector_size);
+    if job.vanilla_proofs.len() != config.sector_count {
+        return Err(FilecoinError::Mismatch {
+            what: "the number of vanilla proofs",
+            expected: config.sector_count.to_string(),
+            got: job.vanilla_proofs.len().to_string(),
+        });
+    }
+    let vanilla: Vec<FallbackPoStSectorProof<Tree>> = job
+        .vanilla_proofs
+        .iter()
+        .map(|bytes| {
+            bincode::deserialize(bytes)
+                .map_err(|e| FilecoinError::InvalidInput(format!("vanilla proof: {e}")))
+        })
+        .collect::<Result<_, _>>()?;
+    let fp = FilecoinError::FilecoinProofs;
+    let randomness =
+        as_safe_commitment::<<Tree::Hasher as Hasher>::Domain, _>(&job.randomness, "randomness")
+            .map_err(fp)?;
+    let prover_id = as_safe_commitment::<<Tree::Hasher as Hasher>::Domain, _>(
+        &prover_id(job.miner_id),
+        "prover_id",
+    )
+    .map_err(fp)?;
+    let pp = compound_params::<Tree>(&config)?;
+    let pub_in = PublicInputs {
+        randomness,
+        prover_id,
+        sectors: vanilla
+            .iter()
+            .map(|p| PublicSector {
+                id: p.sector_id,
+                comm_r: p.comm_r,
+            })
+            .collect(),
+        k: None,
+    };
+    let partitions = pp.partitions.unwrap_or(1);
+    let partitioned =
+        partition_vanilla_proofs(&config, &pp.vanilla_params, &pub_in, partitions, &vanilla)
+            .map_err(fp)?;
+
+    let mut verify_in = pub_in.clone();
+    verify_in.sectors = (0..pp.vanilla_params.sector_count)
+        .flat_map(|_| pub_in.sectors.iter().cloned())
+        .collect();
+    Ok((pp, pub_in, verify_in, partitioned))
+}
+
+fn circuit_and_inputs<Tree: 'static + MerkleTreeTrait>(
+    pp: &Compound<'_, Tree>,
+    pub_in: &PublicInputs<<Tree::Hasher as Hasher>::Domain>,
+    verify_in: &PublicInputs<<Tree::Hasher as Hasher>::Domain>,
+    proof: &VanillaProof<Tree>,
+    k: usize,
+) -> Result<PostCircuit<Tree>, FilecoinError> {
+    let fp = FilecoinError::FilecoinProofs;
+    let circuit =
+        <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::circuit(
+            pub_in,
+            Default::default(),
+            proof,
+            &pp.vanilla_params,
+            Some(k),
+        )
+        .map_err(fp)?;
+    let inputs = <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::generate_public_inputs(
+        verify_in,
+        &pp.vanilla_params,
+        Some(k),
+    )
+    .map_err(fp)?;
+    Ok((circuit, inputs))
+}
+
+fn prove_winning_tree<Tree: 'static + MerkleTreeTrait>(
+    job: &WinningPostJob<'_>,
+    dir: &Path,
+    prover: &mut dyn PartitionProver,
+) -> Result<FilecoinProof, FilecoinError> {
+    let (pp, pub_in, verify_in, partitioned) = prepare::<Tree>(job)?;
+    let files = files_of(dir, &pp);
+    let start = Instant::now();
+    let vk = files.read_vk()?;
+    let params = files.read_params()?;
+    if params.vk != vk {
+        return Err(FilecoinError::ParameterMismatch {
+            path: files.vk.clone(),
+            detail: "the verifying key is not the parameter file's".into(),
+        });
+    }
+    let pvk = prepare_verifying_key(&vk);
+    let load_params = start.elapsed();
+
+    let mut bytes = Vec::new();
+    let mut reports = Vec::new();
+    for (k, proof) in partitioned.iter().enumerate() {
+        let mut report = PartitionReport::default();
+        let start = Instant::now();
+        let (circuit, inputs) = circuit_and_inputs::<Tree>(&pp, &pub_in, &verify_in, proof, k)?;
+        let assignment = synthesize_with_capacity(circuit, Capacity::of(&params))?;
+        crate::porep::check_fits(&assignment, &params, &files, &inputs)?;
+        if let Some(constraint) = assignment.first_unsatisfied() {
+            return Err(FilecoinError::Unsatisfied {
+                partition: k,
+                constraint,
+            });
+        }
+        report.constraints = assignment.num_constraints();
+        report.synthesis = start.elapsed();
+        let start = Instant::now();
+        let groth = prover
+            .prove(&params, assignment, k)
+            .map_err(FilecoinError::Prover)?;
+        report.prove = start.elapsed();
+        let start = Instant::now();
+        if !verify_proof(&pvk, &groth, &inputs)? {
+            return Err(FilecoinError::ProofInvalid { partition: k });
+        }
+        report.verify = start.elapsed();
+        bytes.extend_from_slice(&groth.to_bytes());
+        reports.push(report);
+    }
+    Ok(FilecoinProof {
+        bytes,
+        load_params,
+        partitions: reports,
+    })
+}
