@@ -8,6 +8,7 @@ use anyhow::Context;
 use cuzk::field::Scalar;
 use cuzk::pipeline::{CpuBackend, PartitionTiming, Prover, ProverConfig};
 use cuzk_filecoin::porep::generate_params;
+use cuzk_filecoin::post::PostKind;
 use cuzk_filecoin::FilecoinProof;
 use cuzk_filecoin::{C1Output, PorepJob, RegisteredSealProof, SectorId};
 use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
@@ -19,8 +20,9 @@ const DEFAULT_C1: &[u8] = include_bytes!("../../../testdata/filecoin/porep-2KiB.
 const DEFAULT_MINER: u64 = 1000;
 const DEFAULT_SECTOR: u64 = 1;
 
-/// The built-in WinningPoSt job: the same sector's vanilla proof (`testdata/filecoin/`).
+/// The built-in PoSt jobs: the same sector's vanilla proofs (`testdata/filecoin/`).
 const DEFAULT_WINNING: &str = include_str!("../../../testdata/filecoin/winning-2KiB.json");
+const DEFAULT_WINDOW: &str = include_str!("../../../testdata/filecoin/window-2KiB.json");
 
 /// The seed of the test parameters cuzk generates; the cache folder is named by it.
 pub const PARAMS_SEED: u64 = 0;
@@ -60,10 +62,10 @@ pub struct PorepArgs {
 }
 
 #[derive(clap::Args, Debug)]
-pub struct WinningArgs {
-    /// The job as JSON: `{"sector_size", "miner_id", "randomness" (hex), "vanilla_proofs":
-    /// [base64 of bincode FallbackPoStSectorProof, ...]}` (gen_vanilla's `winning-*.json`);
-    /// default: the built-in 2 KiB sector.
+pub struct PostArgs {
+    /// The job as JSON: `{"sector_size", "miner_id", "randomness" (hex), "partition_index",
+    /// "vanilla_proofs": [base64 of bincode FallbackPoStSectorProof, ...]}` (gen_vanilla's
+    /// `winning-*.json`, `window-*.json`); default: the built-in 2 KiB sector.
     #[arg(long, value_name = "FILE")]
     input: Option<PathBuf>,
     /// Write the proof bytes here.
@@ -119,15 +121,19 @@ fn make_params(dir: &Path, registered: RegisteredSealProof) -> anyhow::Result<()
     Ok(())
 }
 
-pub fn winning(args: &WinningArgs) -> anyhow::Result<()> {
+pub fn post(args: &PostArgs, kind: PostKind) -> anyhow::Result<()> {
     use base64::Engine as _;
     let text = match &args.input {
         Some(path) => {
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
         }
-        None => DEFAULT_WINNING.to_string(),
+        None => match kind {
+            PostKind::Winning => DEFAULT_WINNING.to_string(),
+            PostKind::Window => DEFAULT_WINDOW.to_string(),
+        },
     };
     let v: serde_json::Value = serde_json::from_str(&text).context("parsing the job JSON")?;
+    let partition_index = v["partition_index"].as_u64().unwrap_or(0) as usize;
     let sector_size = v["sector_size"].as_u64().context("sector_size")?;
     let miner_id = v["miner_id"].as_u64().context("miner_id")?;
     let randomness: [u8; 32] = hex::decode(v["randomness"].as_str().context("randomness")?)
@@ -146,18 +152,20 @@ pub fn winning(args: &WinningArgs) -> anyhow::Result<()> {
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     println!(
-        "cuzk prove winning: WinningPoSt {} (miner {miner_id}), backend cpu ({} threads)",
+        "cuzk prove: {kind:?}PoSt {} (miner {miner_id}, partition {partition_index}), backend cpu ({} threads)",
         cuzk_filecoin::registered::format_sector_size(sector_size),
         rayon::current_num_threads()
     );
     let dir = param_dir(&args.params)?;
-    if !cuzk_filecoin::post::winning_param_files(&dir, sector_size)?.exist()
+    if !cuzk_filecoin::post::post_param_files(&dir, kind, sector_size)?.exist()
         && sector_size <= 8 << 20
     {
         println!("parameters: generating with cuzk's setup (seed {PARAMS_SEED}); once per machine");
-        cuzk_filecoin::post::generate_winning_params(&dir, sector_size, PARAMS_SEED)?;
+        cuzk_filecoin::post::generate_post_params(&dir, kind, sector_size, PARAMS_SEED)?;
     }
-    let job = cuzk_filecoin::post::WinningPostJob {
+    let job = cuzk_filecoin::post::PostJob {
+        kind,
+        partition_index,
         sector_size,
         randomness,
         miner_id,

@@ -40,7 +40,10 @@ enum ProveKind {
     Porep(filecoin_cmd::PorepArgs),
     /// WinningPoSt: vanilla proofs in, `generate_winning_post_with_vanilla`'s bytes out
     /// (default: the built-in 2 KiB sector).
-    Winning(filecoin_cmd::WinningArgs),
+    Winning(filecoin_cmd::PostArgs),
+    /// WindowPoSt, one partition: vanilla proofs in, `generate_single_window_post_with_vanilla`'s
+    /// bytes out (default: the built-in 2 KiB sector).
+    Window(filecoin_cmd::PostArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -69,7 +72,12 @@ fn main() -> anyhow::Result<()> {
         Command::Bench(args) => bench(&args),
         Command::Params(args) => filecoin_cmd::params(&args),
         Command::Prove(ProveKind::Porep(args)) => filecoin_cmd::porep(&args),
-        Command::Prove(ProveKind::Winning(args)) => filecoin_cmd::winning(&args),
+        Command::Prove(ProveKind::Winning(args)) => {
+            filecoin_cmd::post(&args, cuzk_filecoin::post::PostKind::Winning)
+        }
+        Command::Prove(ProveKind::Window(args)) => {
+            filecoin_cmd::post(&args, cuzk_filecoin::post::PostKind::Window)
+        }
     }
 }
 

@@ -14,6 +14,7 @@ use cuzk_filecoin::filecoin_proofs::{
     self, add_piece, seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2,
     with_shape, MerkleTreeTrait, PieceInfo, UnpaddedBytesAmount,
 };
+use cuzk_filecoin::post::PostKind;
 use cuzk_filecoin::{prover_id, C1Output, RegisteredSealProof};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -93,18 +94,25 @@ fn seal<Tree: 'static + MerkleTreeTrait>(
     )
     .context("seal_commit_phase1")?;
 
-    winning_post::<Tree>(&mut rng, registered, comm_r, &sealed, &cache, out_dir, name)?;
+    for kind in [PostKind::Winning, PostKind::Window] {
+        post::<Tree>(
+            &mut rng, kind, registered, comm_r, &sealed, &cache, out_dir, name,
+        )?;
+    }
 
     // filecoin-proofs' JSON, then parsed as a prover would receive it.
     let json = serde_json::to_vec(&out)?;
     Ok(C1Output::parse(&json, Some(registered))?)
 }
 
-/// Writes `winning-<size>.json`: the WinningPoSt vanilla proof of the sealed sector (bincode,
-/// base64), as filecoin-proofs-api's `generate_winning_post_with_vanilla` takes it, with the
-/// randomness, miner, sector and comm_r its verifier needs.
-fn winning_post<Tree: 'static + MerkleTreeTrait>(
+/// Writes `winning-<size>.json` or `window-<size>.json`: the PoSt vanilla proof of the sealed
+/// sector (bincode, base64), as filecoin-proofs-api's `generate_winning_post_with_vanilla` /
+/// `generate_single_window_post_with_vanilla` take it, with the randomness, miner, sector,
+/// partition and comm_r its verifier needs.
+#[allow(clippy::too_many_arguments)]
+fn post<Tree: 'static + MerkleTreeTrait>(
     rng: &mut ChaCha20Rng,
+    kind: PostKind,
     registered: RegisteredSealProof,
     comm_r: [u8; 32],
     sealed: &std::path::Path,
@@ -113,7 +121,7 @@ fn winning_post<Tree: 'static + MerkleTreeTrait>(
     name: &str,
 ) -> anyhow::Result<()> {
     use base64::Engine as _;
-    let config = cuzk_filecoin::post::winning_post_config(registered.sector_size);
+    let config = cuzk_filecoin::post::post_config(kind, registered.sector_size)?;
     let mut randomness = [0u8; 32];
     rng.fill_bytes(&mut randomness);
     // Lotus masks the randomness into the field.
@@ -146,10 +154,15 @@ fn winning_post<Tree: 'static + MerkleTreeTrait>(
         "sector_number": SECTOR_NUMBER,
         "comm_r": hex(&comm_r),
         "randomness": hex(&randomness),
+        "partition_index": 0,
         "vanilla_proofs": [base64::engine::general_purpose::STANDARD.encode(bytes)],
     });
+    let prefix = match kind {
+        PostKind::Winning => "winning",
+        PostKind::Window => "window",
+    };
     std::fs::write(
-        out_dir.join(format!("winning-{name}.json")),
+        out_dir.join(format!("{prefix}-{name}.json")),
         serde_json::to_string_pretty(&json)? + "\n",
     )?;
     Ok(())

@@ -1,13 +1,15 @@
-//! WinningPoSt: from the vanilla proofs filecoin-proofs-api's `generate_winning_post_with_vanilla`
-//! takes (one bincode-serialised `FallbackPoStSectorProof` per challenged sector) to the bytes
-//! it returns.
+//! WinningPoSt and WindowPoSt (one partition): from the vanilla proofs filecoin-proofs-api's
+//! `generate_winning_post_with_vanilla` / `generate_single_window_post_with_vanilla` take (one
+//! bincode-serialised `FallbackPoStSectorProof` per challenged sector) to the bytes they
+//! return.
 //!
-//! This mirrors filecoin-proofs' `generate_winning_post_with_vanilla` step by step: the same
-//! PoSt config, public parameters (`FallbackPoStCompound::setup`, no partitions), public inputs
-//! (randomness and prover id as field elements, the sectors of the vanilla proofs), the
-//! vanilla proofs partitioned by `partition_vanilla_proofs`, then one circuit per partition
-//! from `FallbackPoStCompound::circuit`, proven by the caller's [`PartitionProver`] and
-//! verified before the bytes are returned.
+//! This mirrors those functions step by step: the same PoSt config, public parameters
+//! (`FallbackPoStCompound::setup`), public inputs (randomness and prover id as field elements,
+//! the sectors of the vanilla proofs), the vanilla proofs partitioned by
+//! `partition_vanilla_proofs` (Winning) or `single_partition_vanilla_proofs` (Window), then one
+//! circuit per partition from `FallbackPoStCompound::circuit`, proven by the caller's
+//! [`PartitionProver`] and verified, with the public inputs the verifiers build, before the
+//! bytes are returned.
 
 use std::path::Path;
 use std::time::Instant;
@@ -15,9 +17,11 @@ use std::time::Instant;
 use cuzk_groth16::{prepare_verifying_key, synthesize_with_capacity, verify_proof, Capacity};
 use filecoin_hashers::Hasher;
 use filecoin_proofs::{
-    as_safe_commitment, parameters::winning_post_setup_params, partition_vanilla_proofs,
-    with_shape, FallbackPoStSectorProof, MerkleTreeTrait, PoStConfig, PoStType, SectorSize,
-    VanillaProof, WINNING_POST_CHALLENGE_COUNT, WINNING_POST_SECTOR_COUNT,
+    as_safe_commitment,
+    parameters::{window_post_setup_params, winning_post_setup_params},
+    partition_vanilla_proofs, single_partition_vanilla_proofs, with_shape, FallbackPoStSectorProof,
+    MerkleTreeTrait, PoStConfig, PoStType, SectorSize, VanillaProof, WINDOW_POST_CHALLENGE_COUNT,
+    WINDOW_POST_SECTOR_COUNT, WINNING_POST_CHALLENGE_COUNT, WINNING_POST_SECTOR_COUNT,
 };
 use storage_proofs_core::{api_version::ApiVersion, compound_proof, compound_proof::CompoundProof};
 use storage_proofs_post::fallback::{
@@ -42,13 +46,52 @@ pub fn winning_post_config(sector_size: u64) -> PoStConfig {
     }
 }
 
+/// Which PoSt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PostKind {
+    /// WinningPoSt: one sector, 66 challenges.
+    Winning,
+    /// WindowPoSt, one partition (`partition_index`) of a deadline's sectors.
+    Window,
+}
+
+/// The PoSt config filecoin-proofs-api uses for `kind` and `sector_size`: Winning as above;
+/// Window with 10 challenges per sector, the size's sectors per partition, API 1.2.0 (the
+/// Rust `StackedDrgWindow*V1_2`, Go's `V1_1`).
+pub fn post_config(kind: PostKind, sector_size: u64) -> Result<PoStConfig, FilecoinError> {
+    crate::registered::RegisteredSealProof::v1_1(sector_size)?;
+    Ok(match kind {
+        PostKind::Winning => winning_post_config(sector_size),
+        PostKind::Window => PoStConfig {
+            sector_size: SectorSize(sector_size),
+            challenge_count: WINDOW_POST_CHALLENGE_COUNT,
+            sector_count: WINDOW_POST_SECTOR_COUNT
+                .read()
+                .map_err(|_| FilecoinError::InvalidInput("window sector counts poisoned".into()))?
+                .get(&sector_size)
+                .copied()
+                .ok_or(FilecoinError::UnknownSectorSize(sector_size))?,
+            typ: PoStType::Window,
+            priority: false,
+            api_version: ApiVersion::V1_2_0,
+        },
+    })
+}
+
 type Compound<'a, Tree> = compound_proof::PublicParams<'a, FallbackPoSt<'a, Tree>>;
 
 fn compound_params<'a, Tree: 'static + MerkleTreeTrait>(
     config: &PoStConfig,
 ) -> Result<Compound<'a, Tree>, FilecoinError> {
+    let vanilla_params = match config.typ {
+        PoStType::Winning => {
+            winning_post_setup_params(config).map_err(FilecoinError::FilecoinProofs)?
+        }
+        PoStType::Window => window_post_setup_params(config),
+    };
     let setup = compound_proof::SetupParams {
-        vanilla_params: winning_post_setup_params(config).map_err(FilecoinError::FilecoinProofs)?,
+        vanilla_params,
+        // One partition: Winning has one; a Window job is one partition of a deadline.
         partitions: None,
         priority: false,
     };
@@ -63,36 +106,41 @@ fn files_of<Tree: 'static + MerkleTreeTrait>(dir: &Path, pp: &Compound<'_, Tree>
     )
 }
 
-/// The parameter files of the WinningPoSt circuit of `sector_size`, in `dir`.
-pub fn winning_param_files(dir: &Path, sector_size: u64) -> Result<ParamFiles, FilecoinError> {
-    crate::registered::RegisteredSealProof::v1_1(sector_size)?;
-    with_shape!(sector_size, winning_param_files_tree, dir, sector_size,)
-}
-
-fn winning_param_files_tree<Tree: 'static + MerkleTreeTrait>(
+/// The parameter files of the `kind` PoSt circuit of `sector_size`, in `dir`.
+pub fn post_param_files(
     dir: &Path,
+    kind: PostKind,
     sector_size: u64,
 ) -> Result<ParamFiles, FilecoinError> {
-    let pp = compound_params::<Tree>(&winning_post_config(sector_size))?;
+    let config = post_config(kind, sector_size)?;
+    with_shape!(sector_size, post_param_files_tree, dir, &config,)
+}
+
+fn post_param_files_tree<Tree: 'static + MerkleTreeTrait>(
+    dir: &Path,
+    config: &PoStConfig,
+) -> Result<ParamFiles, FilecoinError> {
+    let pp = compound_params::<Tree>(config)?;
     Ok(files_of(dir, &pp))
 }
 
-/// Generates the WinningPoSt parameters of `sector_size` into `dir` with cuzk's setup.
-pub fn generate_winning_params(
+/// Generates the `kind` PoSt parameters of `sector_size` into `dir` with cuzk's setup.
+pub fn generate_post_params(
     dir: &Path,
+    kind: PostKind,
     sector_size: u64,
     seed: u64,
 ) -> Result<(ParamFiles, GenerateReport), FilecoinError> {
-    crate::registered::RegisteredSealProof::v1_1(sector_size)?;
-    with_shape!(sector_size, generate_winning_tree, dir, sector_size, seed,)
+    let config = post_config(kind, sector_size)?;
+    with_shape!(sector_size, generate_post_tree, dir, &config, seed,)
 }
 
-fn generate_winning_tree<Tree: 'static + MerkleTreeTrait>(
+fn generate_post_tree<Tree: 'static + MerkleTreeTrait>(
     dir: &Path,
-    sector_size: u64,
+    config: &PoStConfig,
     seed: u64,
 ) -> Result<(ParamFiles, GenerateReport), FilecoinError> {
-    let pp = compound_params::<Tree>(&winning_post_config(sector_size))?;
+    let pp = compound_params::<Tree>(config)?;
     let files = files_of(dir, &pp);
     let blank =
         <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::blank_circuit(
@@ -102,10 +150,14 @@ fn generate_winning_tree<Tree: 'static + MerkleTreeTrait>(
     Ok((files, report))
 }
 
-/// A WinningPoSt job: the sector size, the 32-byte challenge randomness, the miner, and the
-/// vanilla proofs as bincode bytes, one per challenged sector.
+/// A PoSt job: the kind, the sector size, the 32-byte challenge randomness, the miner, the
+/// partition (Window), and the vanilla proofs as bincode bytes, one per challenged sector.
 #[derive(Clone, Debug)]
-pub struct WinningPostJob<'a> {
+pub struct PostJob<'a> {
+    /// Winning or Window.
+    pub kind: PostKind,
+    /// The WindowPoSt partition this job proves (0 for Winning).
+    pub partition_index: usize,
     /// The sector size of the challenged sectors.
     pub sector_size: u64,
     /// The challenge seed.
@@ -116,9 +168,9 @@ pub struct WinningPostJob<'a> {
     pub vanilla_proofs: &'a [Vec<u8>],
 }
 
-impl WinningPostJob<'_> {
+impl PostJob<'_> {
     /// Proves the job with `prover` and the parameters in `dir`, verifies the proof, and
-    /// returns `generate_winning_post_with_vanilla`'s bytes.
+    /// returns `generate_winning_post_with_vanilla`'s (or `generate_single_window_post_with_vanilla`'s) bytes.
     pub fn prove(
         &self,
         dir: &Path,
@@ -126,17 +178,17 @@ impl WinningPostJob<'_> {
     ) -> Result<FilecoinProof, FilecoinError> {
         crate::registered::RegisteredSealProof::v1_1(self.sector_size)?;
         let size = self.sector_size;
-        with_shape!(size, prove_winning_tree, self, dir, prover,)
+        with_shape!(size, prove_post_tree, self, dir, prover,)
     }
 }
 
 /// A partition's WinningPoSt circuit and its public inputs.
 pub type PostCircuit<Tree> = (FallbackPoStCircuit<Tree>, Vec<blstrs::Scalar>);
 
-/// The circuits of every partition of `job`, as `generate_winning_post_with_vanilla` builds
-/// them, each with its public inputs: for checking cuzk's proofs against another prover's.
-pub fn winning_circuits<Tree: 'static + MerkleTreeTrait>(
-    job: &WinningPostJob<'_>,
+/// The circuits of every partition of `job`, as filecoin-proofs builds them, each with its
+/// public inputs: for checking cuzk's proofs against another prover's.
+pub fn post_circuits<Tree: 'static + MerkleTreeTrait>(
+    job: &PostJob<'_>,
 ) -> Result<Vec<PostCircuit<Tree>>, FilecoinError> {
     let (pp, pub_in, verify_in, partitioned) = prepare::<Tree>(job)?;
     (0..partitioned.len())
@@ -155,13 +207,17 @@ type Prepared<'a, Tree> = (
 );
 
 fn prepare<'a, Tree: 'static + MerkleTreeTrait>(
-    job: &WinningPostJob<'_>,
+    job: &PostJob<'_>,
 ) -> Result<Prepared<'a, Tree>, FilecoinError> {
-    let config = winning_post_config(job.sector_size);
-    if job.vanilla_proofs.len() != config.sector_count {
+    let config = post_config(job.kind, job.sector_size)?;
+    let count_ok = match job.kind {
+        PostKind::Winning => job.vanilla_proofs.len() == config.sector_count,
+        PostKind::Window => (1..=config.sector_count).contains(&job.vanilla_proofs.len()),
+    };
+    if !count_ok {
         return Err(FilecoinError::Mismatch {
             what: "the number of vanilla proofs",
-            expected: config.sector_count.to_string(),
+            expected: format!("{} (at most, for Window)", config.sector_count),
             got: job.vanilla_proofs.len().to_string(),
         });
     }
@@ -193,17 +249,30 @@ fn prepare<'a, Tree: 'static + MerkleTreeTrait>(
                 comm_r: p.comm_r,
             })
             .collect(),
-        k: None,
+        k: match job.kind {
+            PostKind::Winning => None,
+            PostKind::Window => Some(job.partition_index),
+        },
     };
-    let partitions = pp.partitions.unwrap_or(1);
-    let partitioned =
-        partition_vanilla_proofs(&config, &pp.vanilla_params, &pub_in, partitions, &vanilla)
-            .map_err(fp)?;
-
     let mut verify_in = pub_in.clone();
-    verify_in.sectors = (0..pp.vanilla_params.sector_count)
-        .flat_map(|_| pub_in.sectors.iter().cloned())
-        .collect();
+    let partitioned = match job.kind {
+        PostKind::Winning => {
+            // verify_winning_post repeats the sector once per challenge: the circuit's
+            // challenges are those of the repeated sectors.
+            verify_in.sectors = (0..pp.vanilla_params.sector_count)
+                .flat_map(|_| pub_in.sectors.iter().cloned())
+                .collect();
+            let partitions = pp.partitions.unwrap_or(1);
+            partition_vanilla_proofs(&config, &pp.vanilla_params, &pub_in, partitions, &vanilla)
+                .map_err(fp)?
+        }
+        PostKind::Window => {
+            vec![
+                single_partition_vanilla_proofs(&config, &pp.vanilla_params, &pub_in, &vanilla)
+                    .map_err(fp)?,
+            ]
+        }
+    };
     Ok((pp, pub_in, verify_in, partitioned))
 }
 
@@ -233,8 +302,8 @@ fn circuit_and_inputs<Tree: 'static + MerkleTreeTrait>(
     Ok((circuit, inputs))
 }
 
-fn prove_winning_tree<Tree: 'static + MerkleTreeTrait>(
-    job: &WinningPostJob<'_>,
+fn prove_post_tree<Tree: 'static + MerkleTreeTrait>(
+    job: &PostJob<'_>,
     dir: &Path,
     prover: &mut dyn PartitionProver,
 ) -> Result<FilecoinProof, FilecoinError> {

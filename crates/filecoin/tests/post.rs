@@ -1,15 +1,14 @@
-//! WinningPoSt at 2 KiB, end to end: the vanilla proof of a real sector (filecoin-proofs'
-//! `generate_single_vanilla_proof`, in `testdata/filecoin/`), proven by cuzk, accepted by
-//! filecoin-proofs' `verify_winning_post`, and byte-identical to bellperson's `create_proof`.
+//! WinningPoSt and WindowPoSt at 2 KiB, end to end: the vanilla proofs of a real sector
+//! (filecoin-proofs' `generate_single_vanilla_proof`, in `testdata/filecoin/`), proven by cuzk,
+//! accepted by filecoin-proofs' `verify_winning_post` / `verify_window_post`, and
+//! byte-identical to bellperson's `create_proof`.
 
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use blstrs::Scalar;
 use cuzk_filecoin::filecoin_proofs::{self, PublicReplicaInfo, SectorShape2KiB};
-use cuzk_filecoin::post::{
-    generate_winning_params, winning_circuits, winning_post_config, WinningPostJob,
-};
+use cuzk_filecoin::post::{generate_post_params, post_circuits, post_config, PostJob, PostKind};
 use cuzk_filecoin::{FilecoinError, PartitionProver};
 use cuzk_groth16::{Parameters, ProvingAssignment};
 use cuzk_pipeline::{CpuBackend, Prover, ProverConfig};
@@ -36,8 +35,12 @@ fn hex32(v: &serde_json::Value) -> [u8; 32] {
     out
 }
 
-fn case() -> Case {
-    let text = std::fs::read_to_string(Path::new(TESTDATA).join("winning-2KiB.json")).unwrap();
+fn case(kind: PostKind) -> Case {
+    let file = match kind {
+        PostKind::Winning => "winning-2KiB.json",
+        PostKind::Window => "window-2KiB.json",
+    };
+    let text = std::fs::read_to_string(Path::new(TESTDATA).join(file)).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     Case {
         randomness: hex32(&v["randomness"]),
@@ -57,13 +60,13 @@ fn case() -> Case {
     }
 }
 
-fn param_dir() -> PathBuf {
+fn param_dir(kind: PostKind) -> PathBuf {
     let root = std::env::var_os("CUZK_CACHE_DIR")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/cuzk")))
         .expect("CUZK_CACHE_DIR or HOME");
     let dir = root.join("filecoin-params/seed-0");
-    generate_winning_params(&dir, 2048, 0).unwrap();
+    generate_post_params(&dir, kind, 2048, 0).unwrap();
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
     dir
 }
@@ -84,11 +87,12 @@ fn cuzk_prover() -> impl PartitionProver {
     }
 }
 
-#[test]
-fn winning_post_2kib_verifies_with_filecoin_proofs_and_matches_bellperson() {
-    let dir = param_dir();
-    let case = case();
-    let job = WinningPostJob {
+fn check(kind: PostKind) {
+    let dir = param_dir(kind);
+    let case = case(kind);
+    let job = PostJob {
+        kind,
+        partition_index: 0,
         sector_size: 2048,
         randomness: case.randomness,
         miner_id: case.miner_id,
@@ -97,29 +101,37 @@ fn winning_post_2kib_verifies_with_filecoin_proofs_and_matches_bellperson() {
     let proof = job.prove(&dir, &mut cuzk_prover()).unwrap();
     assert_eq!(proof.bytes.len(), 192);
 
-    let config = winning_post_config(2048);
-    let replicas = [(
-        case.sector_number.into(),
-        PublicReplicaInfo::new(case.comm_r).unwrap(),
-    )];
-    let ok = filecoin_proofs::verify_winning_post::<SectorShape2KiB>(
-        &config,
-        &case.randomness,
-        &replicas,
-        cuzk_filecoin::prover_id(case.miner_id),
-        &proof.bytes,
-    )
+    let config = post_config(kind, 2048).unwrap();
+    let prover_id = cuzk_filecoin::prover_id(case.miner_id);
+    let replica = PublicReplicaInfo::new(case.comm_r).unwrap();
+    let sector = case.sector_number.into();
+    let ok = match kind {
+        PostKind::Winning => filecoin_proofs::verify_winning_post::<SectorShape2KiB>(
+            &config,
+            &case.randomness,
+            &[(sector, replica)],
+            prover_id,
+            &proof.bytes,
+        ),
+        PostKind::Window => filecoin_proofs::verify_window_post::<SectorShape2KiB>(
+            &config,
+            &case.randomness,
+            &[(sector, replica)].into_iter().collect(),
+            prover_id,
+            &proof.bytes,
+        ),
+    }
     .unwrap();
-    assert!(ok, "verify_winning_post rejects cuzk's proof");
+    assert!(ok, "filecoin-proofs rejects cuzk's {kind:?} proof");
 
     // bellperson, same circuit, parameters, r and s.
-    let files = cuzk_filecoin::post::winning_param_files(&dir, 2048).unwrap();
+    let files = cuzk_filecoin::post::post_param_files(&dir, kind, 2048).unwrap();
     let bp_params = bellperson::groth16::Parameters::<blstrs::Bls12>::read(
         std::io::BufReader::new(std::fs::File::open(&files.params).unwrap()),
         false,
     )
     .unwrap();
-    for (k, (circuit, _)) in winning_circuits::<SectorShape2KiB>(&job)
+    for (k, (circuit, _)) in post_circuits::<SectorShape2KiB>(&job)
         .unwrap()
         .into_iter()
         .enumerate()
@@ -137,8 +149,18 @@ fn winning_post_2kib_verifies_with_filecoin_proofs_and_matches_bellperson() {
 }
 
 #[test]
+fn winning_post_2kib_verifies_with_filecoin_proofs_and_matches_bellperson() {
+    check(PostKind::Winning);
+}
+
+#[test]
+fn window_post_2kib_verifies_with_filecoin_proofs_and_matches_bellperson() {
+    check(PostKind::Window);
+}
+
+#[test]
 fn winning_post_bad_input() {
-    let case = case();
+    let case = case(PostKind::Winning);
     let dir = tempfile::tempdir().unwrap();
     let never = |_: &Parameters,
                  _: ProvingAssignment,
@@ -148,7 +170,9 @@ fn winning_post_bad_input() {
     };
     let mut never = never;
     let truncated = vec![case.vanilla_proofs[0][..100].to_vec()];
-    let job = WinningPostJob {
+    let job = PostJob {
+        kind: PostKind::Winning,
+        partition_index: 0,
         sector_size: 2048,
         randomness: case.randomness,
         miner_id: case.miner_id,
@@ -158,7 +182,7 @@ fn winning_post_bad_input() {
         job.prove(dir.path(), &mut never),
         Err(FilecoinError::InvalidInput(_))
     ));
-    let job = WinningPostJob {
+    let job = PostJob {
         sector_size: 4096,
         ..job
     };
