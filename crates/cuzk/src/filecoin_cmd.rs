@@ -23,6 +23,7 @@ const DEFAULT_SECTOR: u64 = 1;
 /// The built-in PoSt jobs: the same sector's vanilla proofs (`testdata/filecoin/`).
 const DEFAULT_WINNING: &str = include_str!("../../../testdata/filecoin/winning-2KiB.json");
 const DEFAULT_WINDOW: &str = include_str!("../../../testdata/filecoin/window-2KiB.json");
+const DEFAULT_SNAP: &str = include_str!("../../../testdata/filecoin/snap-2KiB.json");
 
 /// The seed of the test parameters cuzk generates; the cache folder is named by it.
 pub const PARAMS_SEED: u64 = 0;
@@ -169,6 +170,62 @@ pub fn post(args: &PostArgs, kind: PostKind) -> anyhow::Result<()> {
         sector_size,
         randomness,
         miner_id,
+        vanilla_proofs: &vanilla_proofs,
+    };
+    let (mut prove, timings) = pipeline_prover();
+    let start = Instant::now();
+    let proof = job.prove(&dir, &mut prove)?;
+    let timings = timings.borrow().clone();
+    report(&proof, &timings, start.elapsed(), &args.out)
+}
+
+fn hex32(v: &serde_json::Value, what: &str) -> anyhow::Result<[u8; 32]> {
+    hex::decode(v.as_str().with_context(|| format!("{what} is missing"))?)
+        .with_context(|| format!("{what} is not hex"))?
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("{what} must be 32 bytes"))
+}
+
+/// `cuzk prove snap`: the job as JSON `{"sector_size", "comm_r_old", "comm_r_new",
+/// "comm_d_new" (hex), "vanilla_proofs": [base64 of bincode PartitionProof, ...]}`
+/// (gen_vanilla's `snap-*.json`), default the built-in 2 KiB update.
+pub fn snap(args: &PostArgs) -> anyhow::Result<()> {
+    use base64::Engine as _;
+    let text = match &args.input {
+        Some(path) => {
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
+        }
+        None => DEFAULT_SNAP.to_string(),
+    };
+    let v: serde_json::Value = serde_json::from_str(&text).context("parsing the job JSON")?;
+    let sector_size = v["sector_size"].as_u64().context("sector_size")?;
+    let vanilla_proofs = v["vanilla_proofs"]
+        .as_array()
+        .context("vanilla_proofs")?
+        .iter()
+        .map(|p| {
+            let text = p.as_str().context("a vanilla proof is not a string")?;
+            base64::engine::general_purpose::STANDARD
+                .decode(text)
+                .context("a vanilla proof is not base64")
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    println!(
+        "cuzk prove: SnapDeals {}, backend cpu ({} threads)",
+        cuzk_filecoin::registered::format_sector_size(sector_size),
+        rayon::current_num_threads()
+    );
+    let dir = param_dir(&args.params)?;
+    if !cuzk_filecoin::snap::snap_param_files(&dir, sector_size)?.exist() && sector_size <= 8 << 20
+    {
+        println!("parameters: generating with cuzk's setup (seed {PARAMS_SEED}); once per machine");
+        cuzk_filecoin::snap::generate_snap_params(&dir, sector_size, PARAMS_SEED)?;
+    }
+    let job = cuzk_filecoin::snap::SnapJob {
+        sector_size,
+        comm_r_old: hex32(&v["comm_r_old"], "comm_r_old")?,
+        comm_r_new: hex32(&v["comm_r_new"], "comm_r_new")?,
+        comm_d_new: hex32(&v["comm_d_new"], "comm_d_new")?,
         vanilla_proofs: &vanilla_proofs,
     };
     let (mut prove, timings) = pipeline_prover();

@@ -44,6 +44,10 @@ enum ProveKind {
     /// WindowPoSt, one partition: vanilla proofs in, `generate_single_window_post_with_vanilla`'s
     /// bytes out (default: the built-in 2 KiB sector).
     Window(filecoin_cmd::PostArgs),
+    /// SnapDeals: partition proofs and commitments in,
+    /// `generate_empty_sector_update_proof_with_vanilla`'s bytes out (default: the built-in
+    /// 2 KiB update).
+    Snap(filecoin_cmd::PostArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -75,6 +79,7 @@ fn main() -> anyhow::Result<()> {
         Command::Prove(ProveKind::Winning(args)) => {
             filecoin_cmd::post(&args, cuzk_filecoin::post::PostKind::Winning)
         }
+        Command::Prove(ProveKind::Snap(args)) => filecoin_cmd::snap(&args),
         Command::Prove(ProveKind::Window(args)) => {
             filecoin_cmd::post(&args, cuzk_filecoin::post::PostKind::Window)
         }

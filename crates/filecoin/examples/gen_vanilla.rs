@@ -56,7 +56,7 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn seal<Tree: 'static + MerkleTreeTrait>(
+fn seal<Tree: 'static + MerkleTreeTrait<Hasher = filecoin_proofs::TreeRHasher>>(
     registered: RegisteredSealProof,
     out_dir: &std::path::Path,
     name: &str,
@@ -99,6 +99,7 @@ fn seal<Tree: 'static + MerkleTreeTrait>(
             &mut rng, kind, registered, comm_r, &sealed, &cache, out_dir, name,
         )?;
     }
+    snap::<Tree>(&mut rng, registered, comm_r, &sealed, &cache, out_dir, name)?;
 
     // filecoin-proofs' JSON, then parsed as a prover would receive it.
     let json = serde_json::to_vec(&out)?;
@@ -163,6 +164,72 @@ fn post<Tree: 'static + MerkleTreeTrait>(
     };
     std::fs::write(
         out_dir.join(format!("{prefix}-{name}.json")),
+        serde_json::to_string_pretty(&json)? + "\n",
+    )?;
+    Ok(())
+}
+
+/// Writes `snap-<size>.json`: a SnapDeals update of the sealed sector with new random data,
+/// its partition proofs (bincode, base64) as `generate_empty_sector_update_proof_with_vanilla`
+/// takes them, and the three commitments its verifier needs.
+fn snap<Tree: 'static + MerkleTreeTrait<Hasher = filecoin_proofs::TreeRHasher>>(
+    rng: &mut ChaCha20Rng,
+    registered: RegisteredSealProof,
+    comm_r_old: [u8; 32],
+    sealed: &std::path::Path,
+    cache: &std::path::Path,
+    out_dir: &std::path::Path,
+    name: &str,
+) -> anyhow::Result<()> {
+    use base64::Engine as _;
+    let porep = registered.porep_config();
+    let config = filecoin_proofs::SectorUpdateConfig::from_porep_config(&porep);
+    let unpadded = UnpaddedBytesAmount::from(porep.padded_bytes_amount());
+    let mut data = vec![0u8; usize::from(unpadded)];
+    rng.fill_bytes(&mut data);
+    let dir = tempfile::tempdir()?;
+    let staged = dir.path().join("staged-new");
+    let (piece, _) = add_piece(&data[..], std::fs::File::create(&staged)?, unpadded, &[])
+        .context("add_piece (update)")?;
+    let replica = dir.path().join("update");
+    let replica_cache = dir.path().join("update-cache");
+    // The new replica is written in place, at the sector's size.
+    std::fs::File::create(&replica)?.set_len(u64::from(porep.padded_bytes_amount()))?;
+    std::fs::create_dir_all(&replica_cache)?;
+    let encoded = filecoin_proofs::encode_into::<Tree>(
+        &config,
+        &replica,
+        &replica_cache,
+        sealed,
+        cache,
+        &staged,
+        &[piece],
+    )
+    .context("encode_into")?;
+    let proofs = filecoin_proofs::generate_partition_proofs::<Tree>(
+        config,
+        comm_r_old,
+        encoded.comm_r_new,
+        encoded.comm_d_new,
+        sealed,
+        cache,
+        &replica,
+        &replica_cache,
+    )
+    .context("generate_partition_proofs")?;
+    let vanilla: Vec<String> = proofs
+        .iter()
+        .map(|p| Ok(base64::engine::general_purpose::STANDARD.encode(bincode::serialize(p)?)))
+        .collect::<anyhow::Result<_>>()?;
+    let json = serde_json::json!({
+        "sector_size": registered.sector_size,
+        "comm_r_old": hex(&comm_r_old),
+        "comm_r_new": hex(&encoded.comm_r_new),
+        "comm_d_new": hex(&encoded.comm_d_new),
+        "vanilla_proofs": vanilla,
+    });
+    std::fs::write(
+        out_dir.join(format!("snap-{name}.json")),
         serde_json::to_string_pretty(&json)? + "\n",
     )?;
     Ok(())

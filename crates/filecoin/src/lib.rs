@@ -7,6 +7,8 @@
 //!   the caller's [`porep::PartitionProver`] (cuzk's pipeline), each verified, concatenated as
 //!   `seal_commit_phase2` returns them.
 //! - [`post`]: WinningPoSt from the vanilla proofs `generate_winning_post_with_vanilla` takes.
+//! - [`snap`]: SnapDeals from the vanilla proofs `generate_empty_sector_update_proof_with_vanilla`
+//!   takes.
 //! - [`params`]: filecoin-proofs' parameter cache (`v28-<id>.params`, `.vk`, `.meta`), read
 //!   with cuzk's reader and generated with cuzk's setup for test sector sizes.
 //! - [`registered`]: registered seal proofs by number and name, sector sizes, prover ids.
@@ -20,6 +22,7 @@ pub mod params;
 pub mod porep;
 pub mod post;
 pub mod registered;
+pub mod snap;
 
 pub use c1::C1Output;
 pub use error::FilecoinError;
