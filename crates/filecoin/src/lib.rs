@@ -21,13 +21,15 @@ mod error;
 pub mod params;
 pub mod porep;
 pub mod post;
+mod prove;
 pub mod registered;
 pub mod snap;
 
 pub use c1::C1Output;
 pub use error::FilecoinError;
 pub use params::ParamFiles;
-pub use porep::{FilecoinProof, PartitionProver, PorepJob, SectorId};
+pub use porep::{PorepJob, SectorId};
+pub use prove::{FilecoinProof, PartitionProver, PartitionReport, PROOF_BYTES};
 pub use registered::{parse_sector_size, prover_id, RegisteredSealProof};
 
 /// The filecoin-proofs this crate builds circuits with, re-exported so callers name the same

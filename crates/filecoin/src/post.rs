@@ -12,9 +12,7 @@
 //! bytes are returned.
 
 use std::path::Path;
-use std::time::Instant;
 
-use cuzk_groth16::{prepare_verifying_key, synthesize_with_capacity, verify_proof, Capacity};
 use filecoin_hashers::Hasher;
 use filecoin_proofs::{
     as_safe_commitment,
@@ -30,7 +28,7 @@ use storage_proofs_post::fallback::{
 
 use crate::error::FilecoinError;
 use crate::params::{self, GenerateReport, ParamFiles};
-use crate::porep::{FilecoinProof, PartitionProver, PartitionReport};
+use crate::prove::{prove_partitions, FilecoinProof, PartitionProver};
 use crate::registered::prover_id;
 
 /// The WinningPoSt config filecoin-proofs-api uses for `sector_size` (66 challenges, one
@@ -309,50 +307,7 @@ fn prove_post_tree<Tree: 'static + MerkleTreeTrait>(
 ) -> Result<FilecoinProof, FilecoinError> {
     let (pp, pub_in, verify_in, partitioned) = prepare::<Tree>(job)?;
     let files = files_of(dir, &pp);
-    let start = Instant::now();
-    let vk = files.read_vk()?;
-    let params = files.read_params()?;
-    if params.vk != vk {
-        return Err(FilecoinError::ParameterMismatch {
-            path: files.vk.clone(),
-            detail: "the verifying key is not the parameter file's".into(),
-        });
-    }
-    let pvk = prepare_verifying_key(&vk);
-    let load_params = start.elapsed();
-
-    let mut bytes = Vec::new();
-    let mut reports = Vec::new();
-    for (k, proof) in partitioned.iter().enumerate() {
-        let mut report = PartitionReport::default();
-        let start = Instant::now();
-        let (circuit, inputs) = circuit_and_inputs::<Tree>(&pp, &pub_in, &verify_in, proof, k)?;
-        let assignment = synthesize_with_capacity(circuit, Capacity::of(&params))?;
-        crate::porep::check_fits(&assignment, &params, &files, &inputs)?;
-        if let Some(constraint) = assignment.first_unsatisfied() {
-            return Err(FilecoinError::Unsatisfied {
-                partition: k,
-                constraint,
-            });
-        }
-        report.constraints = assignment.num_constraints();
-        report.synthesis = start.elapsed();
-        let start = Instant::now();
-        let groth = prover
-            .prove(&params, assignment, k)
-            .map_err(FilecoinError::Prover)?;
-        report.prove = start.elapsed();
-        let start = Instant::now();
-        if !verify_proof(&pvk, &groth, &inputs)? {
-            return Err(FilecoinError::ProofInvalid { partition: k });
-        }
-        report.verify = start.elapsed();
-        bytes.extend_from_slice(&groth.to_bytes());
-        reports.push(report);
-    }
-    Ok(FilecoinProof {
-        bytes,
-        load_params,
-        partitions: reports,
+    prove_partitions(&files, partitioned.len(), prover, |k| {
+        circuit_and_inputs::<Tree>(&pp, &pub_in, &verify_in, &partitioned[k], k)
     })
 }

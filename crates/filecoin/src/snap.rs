@@ -8,9 +8,7 @@
 //! [`PartitionProver`] and verified with `generate_public_inputs` before the bytes are returned.
 
 use std::path::Path;
-use std::time::Instant;
 
-use cuzk_groth16::{prepare_verifying_key, synthesize_with_capacity, verify_proof, Capacity};
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{
     with_shape, DefaultPieceDomain, MerkleTreeTrait, SectorUpdateConfig, TreeRHasher,
@@ -23,7 +21,7 @@ use storage_proofs_update::{
 
 use crate::error::FilecoinError;
 use crate::params::{self, GenerateReport, ParamFiles};
-use crate::porep::{FilecoinProof, PartitionProver, PartitionReport};
+use crate::prove::{prove_partitions, FilecoinProof, PartitionProver};
 use crate::registered::RegisteredSealProof;
 
 /// A SnapDeals job: the sector size, the commitments (raw 32 bytes, as wire.md's fields 30–32
@@ -201,50 +199,7 @@ fn prove_snap_tree<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
 ) -> Result<FilecoinProof, FilecoinError> {
     let prep = prepare::<Tree>(job)?;
     let files = snap_files_tree::<Tree>(dir, job.sector_size)?;
-    let start = Instant::now();
-    let vk = files.read_vk()?;
-    let params = files.read_params()?;
-    if params.vk != vk {
-        return Err(FilecoinError::ParameterMismatch {
-            path: files.vk.clone(),
-            detail: "the verifying key is not the parameter file's".into(),
-        });
-    }
-    let pvk = prepare_verifying_key(&vk);
-    let load_params = start.elapsed();
-
-    let mut bytes = Vec::new();
-    let mut reports = Vec::new();
-    for k in 0..prep.vanilla.len() {
-        let mut report = PartitionReport::default();
-        let start = Instant::now();
-        let (circuit, inputs) = circuit_and_inputs(&prep, k)?;
-        let assignment = synthesize_with_capacity(circuit, Capacity::of(&params))?;
-        crate::porep::check_fits(&assignment, &params, &files, &inputs)?;
-        if let Some(constraint) = assignment.first_unsatisfied() {
-            return Err(FilecoinError::Unsatisfied {
-                partition: k,
-                constraint,
-            });
-        }
-        report.constraints = assignment.num_constraints();
-        report.synthesis = start.elapsed();
-        let start = Instant::now();
-        let groth = prover
-            .prove(&params, assignment, k)
-            .map_err(FilecoinError::Prover)?;
-        report.prove = start.elapsed();
-        let start = Instant::now();
-        if !verify_proof(&pvk, &groth, &inputs)? {
-            return Err(FilecoinError::ProofInvalid { partition: k });
-        }
-        report.verify = start.elapsed();
-        bytes.extend_from_slice(&groth.to_bytes());
-        reports.push(report);
-    }
-    Ok(FilecoinProof {
-        bytes,
-        load_params,
-        partitions: reports,
+    prove_partitions(&files, prep.vanilla.len(), prover, |k| {
+        circuit_and_inputs(&prep, k)
     })
 }
