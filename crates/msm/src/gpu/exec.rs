@@ -477,12 +477,10 @@ mod gpu {
 }
 
 // The emulator runs the tests; nothing else uses it.
-#[cfg(feature = "emu")]
-#[cfg_attr(not(test), allow(unused_imports))]
+#[cfg(all(feature = "emu", test))]
 pub(crate) use emu::EmuExec;
 
-#[cfg(feature = "emu")]
-#[cfg_attr(not(test), allow(dead_code))]
+#[cfg(all(feature = "emu", test))]
 mod emu {
     use std::cell::{Cell, RefCell};
     use std::collections::VecDeque;
