@@ -25,12 +25,15 @@
 //!
 //! **Invariants of the lanes** (kept by `gpu/affine.rs`): every group's statistics are read in
 //! one download before any round; the side lane waits for an event recorded after the chunk's
-//! sort, and the main lane waits for the side lane before the sums return, on every path, so the
-//! next chunk's sort, the reduction and the buffers' reuse see every group's buckets; groups
-//! write disjoint bucket ranges (fused with the reduction, disjoint segments of its first level)
-//! and only read the chunk's sorted entries and bases. The batch-affine sums' first chunk writes
-//! every bucket without reading it (infinity where it has no entry), so those buckets are never
-//! cleared; later chunks add into them.
+//! sort, and the main lane waits for the side lane before the sums return, on every path (error
+//! included; where the event cannot be made, the host waits for the side lane,
+//! `Exec::wait_for_lane`), so the next chunk's sort, the reduction and the buffers' reuse see
+//! every group's buckets; groups write disjoint bucket ranges (fused with the reduction,
+//! disjoint segments of its first level) and only read the chunk's sorted entries and bases
+//! (and, fused, their own buckets). The batch-affine sums' first chunk writes every bucket
+//! without reading it (infinity where it has no entry), so those buckets are never cleared;
+//! later chunks add into them (a fused last chunk reads them into the reduction's first level;
+//! a fused single chunk has none).
 
 use super::MsmPlan;
 
