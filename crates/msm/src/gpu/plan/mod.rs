@@ -252,10 +252,10 @@ impl MsmPlan {
     }
 
     /// A round whose batch inversion takes at most this many values (one per round thread)
-    /// inverts them blockwise, each block of [`BLOCK_INVERSE_SPAN`] values with its own
+    /// inverts them blockwise, each block of `BLOCK_INVERSE_SPAN` values with its own
     /// inversion in one launch; more go up a tree of launches to the first level of at most
     /// this many values, which inverts blockwise in the same way (zero: the tree goes up to
-    /// one block with one inversion). The default, [`block_inverse_max`], is one wave of
+    /// one block with one inversion). The default, `block_inverse_max`, is one wave of
     /// blocks on the device.
     pub fn affine_block_inverse_max(&self) -> usize {
         self.affine_block_inverse_max

@@ -121,7 +121,7 @@ impl SortBins {
     }
 
     /// Blocks of the second pass a multiprocessor holds at once, of at most `shared` bytes of
-    /// shared memory (at least one, at most [`BIN_SORT_BLOCKS_PER_SM`]).
+    /// shared memory (at least one, at most `BIN_SORT_BLOCKS_PER_SM`).
     pub fn stage_blocks_per_sm(&self, shared: usize) -> usize {
         (shared / (self.stage_shared_bytes() + STAGE_STATIC_SHARED))
             .clamp(1, BIN_SORT_BLOCKS_PER_SM)
@@ -217,7 +217,7 @@ impl MsmPlan {
     }
 
     /// The counting sort's two passes (kernels/msm/msm.cu, msm_sort_bins and
-    /// msm_sort_bin_buckets): the fewest bins per window (at most [`MAX_BINS`]) whose expected
+    /// msm_sort_bin_buckets): the fewest bins per window (at most `MAX_BINS`) whose expected
     /// entries (a chunk's points over the bins: a window of `c − 1` bits has its bins in the
     /// half of its buckets it uses, one of `c` bits bins twice as wide, [`SortBins`]) fill at
     /// most three quarters of the second pass's stage, and the most threads per block of the
@@ -273,8 +273,8 @@ impl MsmPlan {
 
     /// How msm_digits_bins counts the digits of a chunk of `m` points per bin of `bins`: the
     /// most windows per block whose counters fit [`sort_shared`](Self::sort_shared), and enough
-    /// blocks of [`DIGITS_BINS_THREADS`] for one wave on the device (as many per multiprocessor
-    /// as fit, at most [`DIGITS_BINS_BLOCKS_PER_SM`]), each over an equal share of the points, so
+    /// blocks of `DIGITS_BINS_THREADS` for one wave on the device (as many per multiprocessor
+    /// as fit, at most `DIGITS_BINS_BLOCKS_PER_SM`), each over an equal share of the points, so
     /// that each block's counters are added into the global ones once for many digits.
     pub fn digits_bins(&self, bins: &SortBins, m: usize) -> DigitsBins {
         let windows = self.n_windows.max(1) as usize;

@@ -67,7 +67,7 @@ impl MsmPlan {
     ///
     /// The window width minimises `max(n·W, fill) + (a + b·chunks)·B(c)` over `c`: `n·W`
     /// mixed additions into buckets, `B(c)` the buckets the balanced windows use
-    /// ([`used_buckets`]), `(a, b)` the group's [`Group::bucket_weights`] (the
+    /// (`used_buckets`), `(a, b)` the group's [`Group::bucket_weights`] (the
     /// reduction once, the sort's counters and the merge of partial sums once per chunk), and
     /// `fill = 2048·sm_count`, below which more windows cost no time because the device has
     /// idle threads anyway. The device's size also sets the first level's segment length
