@@ -1,0 +1,320 @@
+//! A pre-compiled circuit: a checked file (memory-mapped or in memory) and the proving path
+//! over it.
+
+use std::fs::File;
+use std::io::Cursor;
+use std::path::Path;
+
+use bellpepper_core::{Circuit, ConstraintSystem};
+use cuzk_field::{Bitmap, Scalar};
+use cuzk_groth16::ProvingAssignment;
+use ff::Field;
+use rayon::prelude::*;
+
+use crate::error::PceError;
+use crate::format::{self, Header, Layout};
+use crate::record::{Recording, COEFF_MINUS_ONE, COEFF_ONE, INPUT_FLAG};
+use crate::spmv::{self, Ctx, Kind, Matrix};
+use crate::witness::WitnessSystem;
+
+#[cfg(target_endian = "big")]
+compile_error!("the pre-compiled circuit file is read in place and is little-endian");
+
+/// Where the file's bytes live.
+enum Backing {
+    Mapped(memmap2::Mmap),
+    /// `u64` words so that every section is aligned; `usize` is the length in bytes.
+    Owned(Vec<u64>, usize),
+}
+
+impl Backing {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Backing::Mapped(map) => map,
+            Backing::Owned(words, len) => &bytemuck::cast_slice(words)[..*len],
+        }
+    }
+}
+
+/// A circuit topology ready to prove from: the checked file, its coefficient table decoded.
+///
+/// It is used only for the topology it was recorded from: [`PreCompiled::synthesize`] checks the
+/// circuit's counts and shape fingerprint, and the witness's satisfaction, before returning an
+/// assignment.
+pub struct PreCompiled {
+    backing: Backing,
+    header: Header,
+    layout: Layout,
+    coeffs: Vec<Scalar>,
+    kinds: Vec<Kind>,
+    topology: [u8; 32],
+}
+
+impl std::fmt::Debug for PreCompiled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreCompiled")
+            .field("topology", &self.topology_hex())
+            .field("num_inputs", &self.header.num_inputs)
+            .field("num_aux", &self.header.num_aux)
+            .field("num_constraints", &self.header.num_rows)
+            .field("nnz", &self.header.nnz)
+            .field("file_len", &self.file_len())
+            .finish()
+    }
+}
+
+/// A witness computed for a [`PreCompiled`] topology and checked against it: the input to
+/// [`PreCompiled::evaluate`].
+#[derive(Debug)]
+pub struct Witness {
+    input: Vec<Scalar>,
+    aux: Vec<Scalar>,
+    aux_class: Vec<u8>,
+}
+
+impl PreCompiled {
+    /// Memory-maps and checks the file at `path`.
+    pub fn open(path: &Path) -> Result<Self, PceError> {
+        let file = File::open(path)?;
+        #[allow(unsafe_code)]
+        // SAFETY: the map is read-only and cuzk never writes a pre-compiled file in place (the
+        // cache writes a temporary file and renames it over the old one, which leaves this
+        // mapping on the old inode). Another process truncating or rewriting the file in place
+        // would break the guarantee, as with any mapped file; the checksums are verified on the
+        // mapped bytes before any are trusted.
+        let map = unsafe { memmap2::Mmap::map(&file)? };
+        Self::from_backing(Backing::Mapped(map))
+    }
+
+    /// Checks a file held in memory.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, PceError> {
+        let mut words = vec![0u64; bytes.len().div_ceil(8)];
+        bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
+        Self::from_backing(Backing::Owned(words, bytes.len()))
+    }
+
+    /// A recording, encoded and checked, in memory.
+    pub fn from_recording(rec: &Recording) -> Result<Self, PceError> {
+        Self::from_bytes(&to_bytes(rec)?)
+    }
+
+    fn from_backing(backing: Backing) -> Result<Self, PceError> {
+        let (header, layout, topology) = format::check(backing.bytes())?;
+        let coeffs = format::coefficients(&backing.bytes()[layout.coeffs.clone()])?;
+        if coeffs.len() < 2 || coeffs[0] != Scalar::ONE || coeffs[1] != -Scalar::ONE {
+            return Err(PceError::Malformed(
+                "the coefficient table does not start with +1, −1".into(),
+            ));
+        }
+        let kinds = coeffs.iter().map(Kind::of).collect();
+        let pc = Self {
+            backing,
+            header,
+            layout,
+            coeffs,
+            kinds,
+            topology,
+        };
+        pc.validate()?;
+        Ok(pc)
+    }
+
+    /// Checks every row pointer, column and coefficient index, so the products never index out
+    /// of range.
+    fn validate(&self) -> Result<(), PceError> {
+        let (rows, inputs, aux) = (
+            self.header.num_rows as usize,
+            self.header.num_inputs,
+            self.header.num_aux,
+        );
+        let num_coeffs = self.coeffs.len() as u32;
+        for (name, m) in ["A", "B", "C"].into_iter().zip(self.matrices()?) {
+            let bad = |what: &str| PceError::Malformed(format!("matrix {name}: {what}"));
+            if m.row_ptr.len() != rows + 1
+                || m.row_ptr[0] != 0
+                || m.row_ptr[rows] as usize != m.cols.len()
+                || m.coeffs.len() != m.cols.len()
+            {
+                return Err(bad("row pointers disagree with the entries"));
+            }
+            if m.row_ptr.par_windows(2).any(|w| w[0] > w[1]) {
+                return Err(bad("row pointers decrease"));
+            }
+            let col_ok = |&col: &u32| {
+                if col & INPUT_FLAG != 0 {
+                    u64::from(col & !INPUT_FLAG) < inputs
+                } else {
+                    u64::from(col) < aux
+                }
+            };
+            if !m.cols.par_iter().all(col_ok) {
+                return Err(bad("a column is out of range"));
+            }
+            if !m.coeffs.par_iter().all(|&k| k < num_coeffs) {
+                return Err(bad("a coefficient index is out of range"));
+            }
+        }
+        Ok(())
+    }
+
+    fn u32s(&self, range: &std::ops::Range<usize>) -> Result<&[u32], PceError> {
+        bytemuck::try_cast_slice(&self.backing.bytes()[range.clone()])
+            .map_err(|e| PceError::Malformed(format!("misaligned section: {e}")))
+    }
+
+    fn matrices(&self) -> Result<[Matrix<'_>; 3], PceError> {
+        let m = |i: usize| -> Result<Matrix<'_>, PceError> {
+            let [rp, cols, coeffs] = &self.layout.matrices[i];
+            Ok(Matrix {
+                row_ptr: self.u32s(rp)?,
+                cols: self.u32s(cols)?,
+                coeffs: self.u32s(coeffs)?,
+            })
+        };
+        Ok([m(0)?, m(1)?, m(2)?])
+    }
+
+    fn density(&self, range: &std::ops::Range<usize>, len: usize) -> Result<Bitmap, PceError> {
+        let words: &[u64] = bytemuck::try_cast_slice(&self.backing.bytes()[range.clone()])
+            .map_err(|e| PceError::Malformed(format!("misaligned section: {e}")))?;
+        let mut bitmap = Bitmap::zeros(len);
+        for (w, &word) in words.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let i = w * 64 + bits.trailing_zeros() as usize;
+                if i < len {
+                    bitmap.set(i);
+                }
+                bits &= bits - 1;
+            }
+        }
+        Ok(bitmap)
+    }
+
+    /// The topology hash: SHA-256 of the counts and the matrices.
+    pub fn topology(&self) -> [u8; 32] {
+        self.topology
+    }
+
+    /// The topology hash in hex.
+    pub fn topology_hex(&self) -> String {
+        self.topology.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Public inputs, including the constant one.
+    pub fn num_inputs(&self) -> usize {
+        self.header.num_inputs as usize
+    }
+
+    /// Private variables.
+    pub fn num_aux(&self) -> usize {
+        self.header.num_aux as usize
+    }
+
+    /// Constraints, including one per public input.
+    pub fn num_constraints(&self) -> usize {
+        self.header.num_rows as usize
+    }
+
+    /// Non-zero entries of A, B and C.
+    pub fn nnz(&self) -> [u64; 3] {
+        self.header.nnz
+    }
+
+    /// The file's length in bytes.
+    pub fn file_len(&self) -> usize {
+        self.backing.bytes().len()
+    }
+
+    /// Runs `circuit`'s allocations (not its constraints) and checks that it is this topology:
+    /// the same counts of inputs, private variables and constraints, and the same shape
+    /// fingerprint.
+    pub fn witness<C: Circuit<Scalar>>(&self, circuit: C) -> Result<Witness, PceError> {
+        let mut cs = WitnessSystem::with_capacity(self.num_inputs(), self.num_aux());
+        cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+        circuit.synthesize(&mut cs)?;
+        let h = &self.header;
+        for (what, expected, got) in [
+            (
+                "the number of public inputs",
+                h.num_inputs,
+                cs.input.len() as u64,
+            ),
+            (
+                "the number of private variables",
+                h.num_aux,
+                cs.aux.len() as u64,
+            ),
+            (
+                "the number of constraints",
+                h.num_rows - h.num_inputs,
+                cs.constraints,
+            ),
+            ("the shape fingerprint", h.shape_hash, cs.shape),
+        ] {
+            if expected != got {
+                return Err(PceError::TopologyMismatch {
+                    what,
+                    expected,
+                    got,
+                });
+            }
+        }
+        Ok(Witness {
+            input: cs.input,
+            aux: cs.aux,
+            aux_class: cs.aux_class,
+        })
+    }
+
+    /// Applies the matrices to `witness` and checks every constraint (`a·b = c`, fused into the
+    /// same pass): the assignment full synthesis would give, or [`PceError::Unsatisfied`].
+    pub fn evaluate(&self, witness: Witness) -> Result<ProvingAssignment, PceError> {
+        let ctx = Ctx {
+            input: &witness.input,
+            aux: &witness.aux,
+            aux_class: &witness.aux_class,
+            coeffs: &self.coeffs,
+            kinds: &self.kinds,
+        };
+        let (a, b, c, bad) = spmv::evaluate(&ctx, self.matrices()?, self.num_constraints());
+        if let Some(index) = bad {
+            return Err(PceError::Unsatisfied { index });
+        }
+        Ok(ProvingAssignment {
+            a,
+            b,
+            c,
+            input: witness.input,
+            aux: witness.aux,
+            a_aux_density: self.density(&self.layout.a_aux_density, self.num_aux())?,
+            b_input_density: self.density(&self.layout.b_input_density, self.num_inputs())?,
+            b_aux_density: self.density(&self.layout.b_aux_density, self.num_aux())?,
+        })
+    }
+
+    /// [`witness`](Self::witness) then [`evaluate`](Self::evaluate): the pre-compiled
+    /// replacement for `cuzk_groth16::synthesize`.
+    pub fn synthesize<C: Circuit<Scalar>>(
+        &self,
+        circuit: C,
+    ) -> Result<ProvingAssignment, PceError> {
+        self.evaluate(self.witness(circuit)?)
+    }
+}
+
+/// Encodes a recording in the file format.
+pub fn to_bytes(rec: &Recording) -> Result<Vec<u8>, PceError> {
+    let mut out = Cursor::new(Vec::new());
+    format::write(rec, &mut out)?;
+    Ok(out.into_inner())
+}
+
+// The constants the products rely on are the table's first two entries.
+const _: () = assert!(COEFF_ONE == 0 && COEFF_MINUS_ONE == 1);
+
+// Provers share one pre-compiled circuit across threads.
+const _: fn() = || {
+    fn check<T: Send + Sync>() {}
+    check::<PreCompiled>();
+};

@@ -1,0 +1,145 @@
+//! Sparse matrix-vector products `A·z`, `B·z`, `C·z`, fused with the satisfaction check.
+//!
+//! Rows are split into blocks of [`ROWS_PER_TASK`]; each rayon task evaluates its rows of all
+//! three matrices (so a row's `a`, `b`, `c` are still in cache for the `a·b = c` check) and writes
+//! them in place. The inner loop does no field multiplication for the common cases: a value known
+//! to be zero is skipped, a value known to be one adds its coefficient, and coefficients `±1`,
+//! `±2` add, subtract or double the value; only other coefficients of other values multiply.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use cuzk_field::Scalar;
+use ff::Field;
+use rayon::prelude::*;
+
+use crate::record::{COEFF_MINUS_ONE, COEFF_ONE, INPUT_FLAG};
+use crate::witness::{VALUE_ONE, VALUE_ZERO};
+
+/// Rows per rayon task: large enough to amortise scheduling, small enough to balance 2–200
+/// threads.
+pub(crate) const ROWS_PER_TASK: usize = 4096;
+
+/// How a coefficient is applied to a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    One,
+    MinusOne,
+    Two,
+    MinusTwo,
+    General,
+}
+
+impl Kind {
+    pub fn of(c: &Scalar) -> Self {
+        let two = Scalar::ONE.double();
+        if *c == Scalar::ONE {
+            Kind::One
+        } else if *c == -Scalar::ONE {
+            Kind::MinusOne
+        } else if *c == two {
+            Kind::Two
+        } else if *c == -two {
+            Kind::MinusTwo
+        } else {
+            Kind::General
+        }
+    }
+}
+
+/// One matrix, borrowed from the file.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Matrix<'a> {
+    pub row_ptr: &'a [u32],
+    pub cols: &'a [u32],
+    pub coeffs: &'a [u32],
+}
+
+/// What the products read: the witness, its value classes, and the coefficient table.
+pub(crate) struct Ctx<'a> {
+    pub input: &'a [Scalar],
+    pub aux: &'a [Scalar],
+    pub aux_class: &'a [u8],
+    pub coeffs: &'a [Scalar],
+    pub kinds: &'a [Kind],
+}
+
+impl Ctx<'_> {
+    #[inline(always)]
+    fn add_term(&self, acc: &mut Scalar, value: &Scalar, k: u32) {
+        match k {
+            COEFF_ONE => *acc += value,
+            COEFF_MINUS_ONE => *acc -= value,
+            _ => match self.kinds[k as usize] {
+                Kind::One => *acc += value,
+                Kind::MinusOne => *acc -= value,
+                Kind::Two => *acc += value.double(),
+                Kind::MinusTwo => *acc -= value.double(),
+                Kind::General => *acc += *value * self.coeffs[k as usize],
+            },
+        }
+    }
+
+    /// Row `r` of `m` applied to the witness.
+    #[inline(always)]
+    fn row(&self, m: &Matrix<'_>, r: usize) -> Scalar {
+        let (start, end) = (m.row_ptr[r] as usize, m.row_ptr[r + 1] as usize);
+        let mut acc = Scalar::ZERO;
+        for (&col, &k) in m.cols[start..end].iter().zip(&m.coeffs[start..end]) {
+            if col & INPUT_FLAG != 0 {
+                self.add_term(&mut acc, &self.input[(col & !INPUT_FLAG) as usize], k);
+            } else {
+                let j = col as usize;
+                match self.aux_class[j] {
+                    VALUE_ZERO => {}
+                    VALUE_ONE => acc += self.coeffs[k as usize],
+                    _ => self.add_term(&mut acc, &self.aux[j], k),
+                }
+            }
+        }
+        acc
+    }
+}
+
+/// `a·b = c`, with the multiplication skipped where a factor is zero or one.
+#[inline(always)]
+fn holds(a: &Scalar, b: &Scalar, c: &Scalar) -> bool {
+    if bool::from(a.is_zero()) || bool::from(b.is_zero()) {
+        bool::from(c.is_zero())
+    } else if *a == Scalar::ONE {
+        b == c
+    } else if *b == Scalar::ONE {
+        a == c
+    } else {
+        *a * b == *c
+    }
+}
+
+/// The three products over `rows` rows, and the first row where `a·b ≠ c` (if any).
+pub(crate) fn evaluate(
+    ctx: &Ctx<'_>,
+    [ma, mb, mc]: [Matrix<'_>; 3],
+    rows: usize,
+) -> (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>, Option<usize>) {
+    let mut a = vec![Scalar::ZERO; rows];
+    let mut b = vec![Scalar::ZERO; rows];
+    let mut c = vec![Scalar::ZERO; rows];
+    let first_bad = AtomicUsize::new(usize::MAX);
+    a.par_chunks_mut(ROWS_PER_TASK)
+        .zip(b.par_chunks_mut(ROWS_PER_TASK))
+        .zip(c.par_chunks_mut(ROWS_PER_TASK))
+        .enumerate()
+        .for_each(|(task, ((a, b), c))| {
+            let base = task * ROWS_PER_TASK;
+            for i in 0..a.len() {
+                let r = base + i;
+                a[i] = ctx.row(&ma, r);
+                b[i] = ctx.row(&mb, r);
+                c[i] = ctx.row(&mc, r);
+                if !holds(&a[i], &b[i], &c[i]) {
+                    first_bad.fetch_min(r, Ordering::Relaxed);
+                }
+            }
+        });
+    let bad = first_bad.into_inner();
+    (a, b, c, (bad != usize::MAX).then_some(bad))
+}
