@@ -47,7 +47,7 @@ fn golden_proofs_are_reproduced_through_pre_compiled_circuits() {
     assert_eq!(manifest.cases.len(), cuzk::golden::CASES.len());
     for case in &manifest.cases {
         let circuit: BuiltIn = case.circuit.parse().unwrap();
-        let params = Parameters::read_file(&dir.join(&case.params), true).unwrap();
+        let params = Parameters::read_file(dir.join(&case.params), true).unwrap();
         let r = cuzk::golden::parse_scalar(&case.name, &case.r).unwrap();
         let s = cuzk::golden::parse_scalar(&case.name, &case.s).unwrap();
         let pc = PreCompiled::from_recording(&record(circuit.clone()).unwrap()).unwrap();
