@@ -13,7 +13,7 @@ use ff::Field;
 use rayon::prelude::*;
 
 use crate::record::{COEFF_MINUS_ONE, COEFF_ONE, INPUT_FLAG};
-use crate::witness::{VALUE_ONE, VALUE_ZERO};
+use crate::witness::{limbs, VALUE_ONE, VALUE_ZERO};
 
 /// Rows per rayon task: large enough to amortise scheduling, small enough to balance 2–200
 /// threads.
@@ -100,17 +100,20 @@ impl Ctx<'_> {
     }
 }
 
-/// `a·b = c`, with the multiplication skipped where a factor is zero or one.
+/// `a·b = c`, with the multiplication skipped where a factor is zero or one (compared by limbs,
+/// in variable time: the witness is not secret from its own prover's timing here, as in
+/// bellperson's `is_zero_vartime` evaluation).
 #[inline(always)]
-fn holds(a: &Scalar, b: &Scalar, c: &Scalar) -> bool {
-    if bool::from(a.is_zero()) || bool::from(b.is_zero()) {
-        bool::from(c.is_zero())
-    } else if *a == Scalar::ONE {
-        b == c
-    } else if *b == Scalar::ONE {
-        a == c
+fn holds(a: &Scalar, b: &Scalar, c: &Scalar, one: &[u64; 4]) -> bool {
+    let (la, lb, lc) = (limbs(a), limbs(b), limbs(c));
+    if la == [0; 4] || lb == [0; 4] {
+        lc == [0; 4]
+    } else if la == *one {
+        lb == lc
+    } else if lb == *one {
+        la == lc
     } else {
-        *a * b == *c
+        limbs(&(*a * b)) == lc
     }
 }
 
@@ -124,6 +127,7 @@ pub(crate) fn evaluate(
     let mut b = vec![Scalar::ZERO; rows];
     let mut c = vec![Scalar::ZERO; rows];
     let first_bad = AtomicUsize::new(usize::MAX);
+    let one = limbs(&Scalar::ONE);
     a.par_chunks_mut(ROWS_PER_TASK)
         .zip(b.par_chunks_mut(ROWS_PER_TASK))
         .zip(c.par_chunks_mut(ROWS_PER_TASK))
@@ -135,7 +139,7 @@ pub(crate) fn evaluate(
                 a[i] = ctx.row(&ma, r);
                 b[i] = ctx.row(&mb, r);
                 c[i] = ctx.row(&mc, r);
-                if !holds(&a[i], &b[i], &c[i]) {
+                if !holds(&a[i], &b[i], &c[i], &one) {
                     first_bad.fetch_min(r, Ordering::Relaxed);
                 }
             }

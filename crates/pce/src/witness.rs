@@ -24,6 +24,7 @@ pub(crate) struct WitnessSystem {
     pub aux_class: Vec<u8>,
     pub constraints: u64,
     pub shape: u64,
+    one: [u64; 4],
 }
 
 impl WitnessSystem {
@@ -35,15 +36,25 @@ impl WitnessSystem {
             aux_class: Vec::with_capacity(num_aux),
             constraints: 0,
             shape: SHAPE_SEED,
+            one: limbs(&Scalar::ONE),
         }
     }
 }
 
+/// A scalar's Montgomery limbs: blst keeps them fully reduced, so limb equality is field
+/// equality (blstrs's own `==` compares them too, in constant time, which the witness does not
+/// need).
+#[inline(always)]
+pub(crate) fn limbs(value: &Scalar) -> [u64; 4] {
+    blst::blst_fr::from(*value).l
+}
+
 #[inline]
-fn class_of(value: &Scalar) -> u8 {
-    if bool::from(value.is_zero()) {
+fn class_of(value: &Scalar, one: &[u64; 4]) -> u8 {
+    let l = limbs(value);
+    if l == [0; 4] {
         VALUE_ZERO
-    } else if *value == Scalar::ONE {
+    } else if l == *one {
         VALUE_ONE
     } else {
         VALUE_OTHER
@@ -60,7 +71,7 @@ impl ConstraintSystem<Scalar> for WitnessSystem {
         AR: Into<String>,
     {
         let value = f()?;
-        self.aux_class.push(class_of(&value));
+        self.aux_class.push(class_of(&value, &self.one));
         self.aux.push(value);
         Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
     }
