@@ -18,6 +18,9 @@
 //!   witness pass, then the sparse products fused with the `a·b = c` check of every row (a check
 //!   the other two leave to the prover).
 //!
+//! CPU time is that of all the child's threads per run (from `/proc/self/task/*/schedstat`): on
+//! a shared, loaded machine it is steadier than wall time (the pre-compiled path's products run
+//! on every core, so its wall time is lower than its CPU time on an idle machine).
 //! Peak memory is the child process's `VmHWM` after its runs (file pages of the map included).
 //! Times are medians. The output is a markdown table.
 
@@ -190,6 +193,8 @@ struct Child {
     witness_s: Vec<f64>,
     products_s: Vec<f64>,
     load_s: f64,
+    /// CPU time of all threads over the runs, divided by the runs.
+    cpu_s: f64,
     constraints: usize,
     peak_kib: u64,
 }
@@ -203,6 +208,23 @@ fn peak_kib() -> u64 {
                 .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
         })
         .unwrap_or(0)
+}
+
+/// CPU time of every thread of this process so far (`/proc/self/task/*/schedstat`, ns).
+fn cpu_s() -> f64 {
+    let mut ns = 0u64;
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        for task in tasks.flatten() {
+            if let Ok(stat) = std::fs::read_to_string(task.path().join("schedstat")) {
+                ns += stat
+                    .split_whitespace()
+                    .next()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0);
+            }
+        }
+    }
+    ns as f64 * 1e-9
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -221,6 +243,7 @@ fn child(variant: &str, log: u32, runs: usize, file: &str, aux: usize) -> anyhow
         witness_s: vec![],
         products_s: vec![],
         load_s: 0.0,
+        cpu_s: 0.0,
         constraints: 0,
         peak_kib: 0,
     };
@@ -232,6 +255,9 @@ fn child(variant: &str, log: u32, runs: usize, file: &str, aux: usize) -> anyhow
     } else {
         None
     };
+    // Start the thread pool before measuring CPU time, so its threads are counted from here.
+    rayon::broadcast(|_| ());
+    let cpu_start = cpu_s();
     for run in 0..runs {
         let circuit = PorepShaped::new(log, run as u64);
         let start = Instant::now();
@@ -257,6 +283,7 @@ fn child(variant: &str, log: u32, runs: usize, file: &str, aux: usize) -> anyhow
         };
         out.times_s.push(start.elapsed().as_secs_f64());
     }
+    out.cpu_s = (cpu_s() - cpu_start) / runs as f64;
     out.peak_kib = peak_kib();
     Ok(out)
 }
@@ -299,9 +326,9 @@ fn main() -> anyhow::Result<()> {
     let dir = keep.unwrap_or_else(|| tmp.path().to_path_buf());
     std::fs::create_dir_all(&dir)?;
     println!(
-        "| domain | constraints | bellperson (ms) | cuzk full (ms) | pce (ms) = witness + products | vs bellperson | vs cuzk | peak MiB bellperson / cuzk / pce | file (MiB) | load (ms) | record (s) |"
+        "| domain | constraints | bellperson (ms) | cuzk full (ms) | pce (ms) = witness + products | vs bellperson | vs cuzk | CPU ms bellperson / cuzk / pce | peak MiB bellperson / cuzk / pce | file (MiB) | load (ms) | record (s) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for log in sizes {
         let file = dir.join(format!("porep-{log}.pce"));
         let start = Instant::now();
@@ -335,7 +362,7 @@ fn main() -> anyhow::Result<()> {
         let ms = |c: &Child| median(&c.times_s) * 1e3;
         let mib = |c: &Child| c.peak_kib as f64 / 1024.0;
         println!(
-            "| 2^{log} | {} | {:.1} | {:.1} | {:.1} = {:.1} + {:.1} | {:.2}× | {:.2}× | {:.0} / {:.0} / {:.0} | {:.1} | {:.1} | {:.2} |",
+            "| 2^{log} | {} | {:.1} | {:.1} | {:.1} = {:.1} + {:.1} | {:.2}× | {:.2}× | {:.0} / {:.0} / {:.0} | {:.0} / {:.0} / {:.0} | {:.1} | {:.1} | {:.2} |",
             pce.constraints,
             ms(bp),
             ms(cz),
@@ -344,6 +371,9 @@ fn main() -> anyhow::Result<()> {
             median(&pce.products_s) * 1e3,
             ms(bp) / ms(pce),
             ms(cz) / ms(pce),
+            bp.cpu_s * 1e3,
+            cz.cpu_s * 1e3,
+            pce.cpu_s * 1e3,
             mib(bp),
             mib(cz),
             mib(pce),

@@ -48,6 +48,8 @@ pub struct PreCompiled {
     coeffs: Vec<Scalar>,
     kinds: Vec<Kind>,
     topology: [u8; 32],
+    /// The densities, decoded once: each assignment gets a copy.
+    densities: [Bitmap; 3],
 }
 
 impl std::fmt::Debug for PreCompiled {
@@ -107,15 +109,22 @@ impl PreCompiled {
             ));
         }
         let kinds = coeffs.iter().map(Kind::of).collect();
-        let pc = Self {
+        let mut pc = Self {
             backing,
             header,
             layout,
             coeffs,
             kinds,
             topology,
+            densities: Default::default(),
         };
         pc.validate()?;
+        let (inputs, aux) = (pc.num_inputs(), pc.num_aux());
+        pc.densities = [
+            pc.density(&pc.layout.a_aux_density, aux)?,
+            pc.density(&pc.layout.b_input_density, inputs)?,
+            pc.density(&pc.layout.b_aux_density, aux)?,
+        ];
         Ok(pc)
     }
 
@@ -281,15 +290,16 @@ impl PreCompiled {
         if let Some(index) = bad {
             return Err(PceError::Unsatisfied { index });
         }
+        let [a_aux_density, b_input_density, b_aux_density] = self.densities.clone();
         Ok(ProvingAssignment {
             a,
             b,
             c,
             input: witness.input,
             aux: witness.aux,
-            a_aux_density: self.density(&self.layout.a_aux_density, self.num_aux())?,
-            b_input_density: self.density(&self.layout.b_input_density, self.num_inputs())?,
-            b_aux_density: self.density(&self.layout.b_aux_density, self.num_aux())?,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
         })
     }
 

@@ -1,8 +1,7 @@
 //! Sparse matrix-vector products `A·z`, `B·z`, `C·z`, fused with the satisfaction check.
 //!
-//! Rows are split into blocks of [`ROWS_PER_TASK`]; each rayon task evaluates its rows of all
-//! three matrices (so a row's `a`, `b`, `c` are still in cache for the `a·b = c` check) and writes
-//! them in place. The inner loop does no field multiplication for the common cases: a value known
+//! Rows are split into blocks of at least [`ROWS_PER_TASK`] for rayon; `C·z` first, then `A·z`
+//! and `B·z` together with the `a·b = c` check of each row. The inner loop does no field multiplication for the common cases: a value known
 //! to be zero is skipped, a value known to be one adds its coefficient, and coefficients `±1`,
 //! `±2` add, subtract or double the value; only other coefficients of other values multiply.
 
@@ -118,32 +117,35 @@ fn holds(a: &Scalar, b: &Scalar, c: &Scalar, one: &[u64; 4]) -> bool {
 }
 
 /// The three products over `rows` rows, and the first row where `a·b ≠ c` (if any).
+///
+/// `C·z` is computed first; `A·z` and `B·z` then come together, each row checked against its
+/// `c` while its `a` and `b` are in registers. Every vector is written once, straight into its
+/// final allocation (no zero-fill pass).
 pub(crate) fn evaluate(
     ctx: &Ctx<'_>,
     [ma, mb, mc]: [Matrix<'_>; 3],
     rows: usize,
 ) -> (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>, Option<usize>) {
-    let mut a = vec![Scalar::ZERO; rows];
-    let mut b = vec![Scalar::ZERO; rows];
-    let mut c = vec![Scalar::ZERO; rows];
+    let mut c = Vec::with_capacity(rows);
+    (0..rows)
+        .into_par_iter()
+        .with_min_len(ROWS_PER_TASK)
+        .map(|r| ctx.row(&mc, r))
+        .collect_into_vec(&mut c);
     let first_bad = AtomicUsize::new(usize::MAX);
     let one = limbs(&Scalar::ONE);
-    a.par_chunks_mut(ROWS_PER_TASK)
-        .zip(b.par_chunks_mut(ROWS_PER_TASK))
-        .zip(c.par_chunks_mut(ROWS_PER_TASK))
-        .enumerate()
-        .for_each(|(task, ((a, b), c))| {
-            let base = task * ROWS_PER_TASK;
-            for i in 0..a.len() {
-                let r = base + i;
-                a[i] = ctx.row(&ma, r);
-                b[i] = ctx.row(&mb, r);
-                c[i] = ctx.row(&mc, r);
-                if !holds(&a[i], &b[i], &c[i], &one) {
-                    first_bad.fetch_min(r, Ordering::Relaxed);
-                }
+    let (mut a, mut b) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
+    (0..rows)
+        .into_par_iter()
+        .with_min_len(ROWS_PER_TASK)
+        .map(|r| {
+            let (va, vb) = (ctx.row(&ma, r), ctx.row(&mb, r));
+            if !holds(&va, &vb, &c[r], &one) {
+                first_bad.fetch_min(r, Ordering::Relaxed);
             }
-        });
+            (va, vb)
+        })
+        .unzip_into_vecs(&mut a, &mut b);
     let bad = first_bad.into_inner();
     (a, b, c, (bad != usize::MAX).then_some(bad))
 }
