@@ -1,8 +1,8 @@
 //! A pre-compiled circuit: a checked file (memory-mapped or in memory) and the proving path
 //! over it.
 
-use std::fs::File;
 use std::io::Cursor;
+use std::ops::Range;
 use std::path::Path;
 
 use bellpepper_core::{Circuit, ConstraintSystem};
@@ -12,17 +12,18 @@ use ff::Field;
 use rayon::prelude::*;
 
 use crate::error::PceError;
-use crate::format::{self, Header, Layout};
+use crate::format::{self, Header, Layout, HEADER_LEN};
+use crate::mapped::Mapped;
 use crate::record::{Recording, COEFF_MINUS_ONE, COEFF_ONE, INPUT_FLAG};
 use crate::spmv::{self, Ctx, Kind, Matrix};
-use crate::witness::WitnessSystem;
+use crate::witness::{class_of, limbs, WitnessSystem};
 
 #[cfg(target_endian = "big")]
 compile_error!("the pre-compiled circuit file is read in place and is little-endian");
 
 /// Where the file's bytes live.
 enum Backing {
-    Mapped(memmap2::Mmap),
+    Mapped(Mapped),
     /// `u64` words so that every section is aligned; `usize` is the length in bytes.
     Owned(Vec<u64>, usize),
 }
@@ -30,7 +31,7 @@ enum Backing {
 impl Backing {
     fn bytes(&self) -> &[u8] {
         match self {
-            Backing::Mapped(map) => map,
+            Backing::Mapped(map) => map.bytes(),
             Backing::Owned(words, len) => &bytemuck::cast_slice(words)[..*len],
         }
     }
@@ -47,6 +48,10 @@ pub struct PreCompiled {
     layout: Layout,
     coeffs: Vec<Scalar>,
     kinds: Vec<Kind>,
+    /// Per coefficient, its value as a small integer (or `NOT_SMALL`).
+    small: Vec<i64>,
+    /// The field elements of small integers.
+    small_table: Vec<Scalar>,
     topology: [u8; 32],
     /// The densities, decoded once: each assignment gets a copy.
     densities: [Bitmap; 3],
@@ -77,15 +82,26 @@ pub struct Witness {
 impl PreCompiled {
     /// Memory-maps and checks the file at `path`.
     pub fn open(path: &Path) -> Result<Self, PceError> {
-        let file = File::open(path)?;
-        #[allow(unsafe_code)]
-        // SAFETY: the map is read-only and cuzk never writes a pre-compiled file in place (the
-        // cache writes a temporary file and renames it over the old one, which leaves this
-        // mapping on the old inode). Another process truncating or rewriting the file in place
-        // would break the guarantee, as with any mapped file; the checksums are verified on the
-        // mapped bytes before any are trusted.
-        let map = unsafe { memmap2::Mmap::map(&file)? };
-        Self::from_backing(Backing::Mapped(map))
+        let pc = Self::from_backing(Backing::Mapped(Mapped::open(path)?))?;
+        // The checks read the whole file; the products read it again section by section.
+        pc.release(HEADER_LEN..pc.file_len());
+        Ok(pc)
+    }
+
+    /// Releases a byte range of a mapped file from the process (see [`Mapped::release`]).
+    fn release(&self, range: Range<usize>) {
+        if let Backing::Mapped(map) = &self.backing {
+            map.release(range);
+        }
+    }
+
+    /// Releases rows `rows` of matrix `m` (its row pointers and entries).
+    fn release_rows(&self, m: &Matrix<'_>, which: usize, rows: Range<usize>) {
+        let [rp, cols, coeffs] = &self.layout.matrices[which];
+        let (first, last) = (m.row_ptr[rows.start] as usize, m.row_ptr[rows.end] as usize);
+        self.release(rp.start + 4 * rows.start..rp.start + 4 * rows.end);
+        self.release(cols.start + 4 * first..cols.start + 4 * last);
+        self.release(coeffs.start + 4 * first..coeffs.start + 4 * last);
     }
 
     /// Checks a file held in memory.
@@ -109,12 +125,15 @@ impl PreCompiled {
             ));
         }
         let kinds = coeffs.iter().map(Kind::of).collect();
+        let small = coeffs.iter().map(spmv::small_integer).collect();
         let mut pc = Self {
             backing,
             header,
             layout,
             coeffs,
             kinds,
+            small,
+            small_table: spmv::small_table(),
             topology,
             densities: Default::default(),
         };
@@ -279,14 +298,23 @@ impl PreCompiled {
     /// Applies the matrices to `witness` and checks every constraint (`a·b = c`, fused into the
     /// same pass): the assignment full synthesis would give, or [`PceError::Unsatisfied`].
     pub fn evaluate(&self, witness: Witness) -> Result<ProvingAssignment, PceError> {
+        let one = limbs(&Scalar::ONE);
+        let input_class: Vec<u8> = witness.input.iter().map(|v| class_of(v, &one)).collect();
         let ctx = Ctx {
             input: &witness.input,
+            input_class: &input_class,
             aux: &witness.aux,
             aux_class: &witness.aux_class,
             coeffs: &self.coeffs,
             kinds: &self.kinds,
+            small: &self.small,
+            small_table: &self.small_table,
         };
-        let (a, b, c, bad) = spmv::evaluate(&ctx, self.matrices()?, self.num_constraints());
+        let matrices = self.matrices()?;
+        let release = |which: usize, rows: Range<usize>| {
+            self.release_rows(&matrices[which], which, rows);
+        };
+        let (a, b, c, bad) = spmv::evaluate(&ctx, matrices, self.num_constraints(), &release);
         if let Some(index) = bad {
             return Err(PceError::Unsatisfied { index });
         }

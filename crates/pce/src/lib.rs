@@ -29,12 +29,13 @@
 //!
 //! This crate produces assignments and never depends on `cuzk-pipeline`.
 
-// The workspace denies `unsafe_code`; the one exception is the memory map in `PreCompiled::open`.
+// The workspace denies `unsafe_code`; the exceptions are the memory map and its release, in `mapped`.
 
 mod cache;
 mod compiled;
 mod error;
 pub mod format;
+mod mapped;
 mod record;
 mod spmv;
 mod witness;

@@ -49,8 +49,9 @@ pub(crate) fn limbs(value: &Scalar) -> [u64; 4] {
     blst::blst_fr::from(*value).l
 }
 
+/// Zero, one or other.
 #[inline]
-fn class_of(value: &Scalar, one: &[u64; 4]) -> u8 {
+pub(crate) fn class_of(value: &Scalar, one: &[u64; 4]) -> u8 {
     let l = limbs(value);
     if l == [0; 4] {
         VALUE_ZERO

@@ -56,6 +56,9 @@ fn scalar() -> impl Strategy<Value = Scalar> {
         Just(Scalar::from(2u64)),
         Just(-Scalar::from(2u64)),
         (3u64..100).prop_map(Scalar::from),
+        // Around 2^40, where the products stop summing coefficients as integers.
+        ((1u64 << 39)..(1u64 << 41)).prop_map(Scalar::from),
+        ((1u64 << 39)..(1u64 << 41)).prop_map(|x| -Scalar::from(x)),
         any::<u64>().prop_map(|x| Scalar::from(x).square().square() + Scalar::from(x)),
     ]
 }
