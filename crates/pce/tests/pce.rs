@@ -413,3 +413,25 @@ fn the_cache_records_once_and_replaces_a_damaged_file() {
     // Only the file itself is left: no temporary files.
     assert_eq!(std::fs::read_dir(cache.dir()).unwrap().count(), 1);
 }
+
+#[test]
+fn concurrent_first_uses_each_get_a_valid_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = PceCache::new(dir.path());
+    let topologies: Vec<[u8; 32]> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(|| {
+                    cache
+                        .load_or_record("k", || PorepShaped::new(9, 0))
+                        .unwrap()
+                        .0
+                        .topology()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(topologies.windows(2).all(|w| w[0] == w[1]));
+    assert_eq!(std::fs::read_dir(cache.dir()).unwrap().count(), 1);
+}
