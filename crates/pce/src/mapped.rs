@@ -1,4 +1,5 @@
-//! The memory map of a pre-compiled file: the crate's only unsafe code.
+//! The memory map of a pre-compiled file, and huge-page advice for the vectors the products
+//! write: the crate's only unsafe code.
 //!
 //! Besides mapping, it can drop ranges of the map from the process ([`Mapped::release`]): the
 //! products read each part of the file once per proof, so releasing what they have read keeps
@@ -61,6 +62,35 @@ impl Mapped {
                 .unchecked_advise_range(UncheckedAdvice::DontNeed, start, end - start)
         };
         // Advice only: failing to release costs resident memory, never correctness.
+        let _ = result;
+    }
+}
+
+/// Asks the kernel to back the spare capacity of `v` with transparent huge pages (Linux, where
+/// THP is in `madvise` mode or `always`): a 2^20-constraint assignment then takes about 60
+/// page faults instead of 32,000, which was a third of the pre-compiled path's time. Vectors
+/// under 2 MiB and other systems are left alone; failure is ignored (advice only).
+pub(crate) fn advise_huge_pages<T>(v: &mut Vec<T>) {
+    const HUGE: usize = 2 << 20;
+    let spare = v.spare_capacity_mut();
+    let bytes = std::mem::size_of_val(spare);
+    if bytes < HUGE {
+        return;
+    }
+    let begin = spare.as_mut_ptr() as usize;
+    let start = begin.next_multiple_of(PAGE);
+    let end = (begin + bytes) / PAGE * PAGE;
+    if end <= start {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        #[allow(unsafe_code)]
+        // SAFETY: `[start, end)` lies inside the vector's own allocation (its spare capacity,
+        // rounded inward to whole pages), which nothing else references. MADV_HUGEPAGE changes
+        // only how the kernel backs those pages, never their contents or validity.
+        let result =
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
         let _ = result;
     }
 }

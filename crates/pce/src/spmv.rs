@@ -12,6 +12,7 @@ use cuzk_field::Scalar;
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
+use crate::mapped::advise_huge_pages;
 use crate::record::{COEFF_MINUS_ONE, COEFF_ONE, INPUT_FLAG};
 use crate::witness::{limbs, VALUE_ONE, VALUE_ZERO};
 
@@ -19,8 +20,8 @@ use crate::witness::{limbs, VALUE_ONE, VALUE_ZERO};
 /// threads.
 pub(crate) const ROWS_PER_TASK: usize = 4096;
 
-/// Rows per release of the file's pages (about 2.5 MiB of a PoRep-shaped file).
-pub(crate) const RELEASE_ROWS: usize = 1 << 16;
+/// Rows per release of the file's pages (about 0.7 MiB of a PoRep-shaped file).
+pub(crate) const RELEASE_ROWS: usize = 1 << 14;
 
 /// How a coefficient is applied to a value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -228,6 +229,7 @@ pub(crate) fn evaluate(
         }
     };
     let mut c = Vec::with_capacity(rows);
+    advise_huge_pages(&mut c);
     (0..rows)
         .into_par_iter()
         .with_min_len(ROWS_PER_TASK)
@@ -240,6 +242,8 @@ pub(crate) fn evaluate(
     let first_bad = AtomicUsize::new(usize::MAX);
     let one = limbs(&Scalar::ONE);
     let (mut a, mut b) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
+    advise_huge_pages(&mut a);
+    advise_huge_pages(&mut b);
     (0..rows)
         .into_par_iter()
         .with_min_len(ROWS_PER_TASK)

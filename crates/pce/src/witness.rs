@@ -30,9 +30,11 @@ pub(crate) struct WitnessSystem {
 impl WitnessSystem {
     /// A witness system with room for the recorded counts (more only if the circuit differs).
     pub fn with_capacity(num_inputs: usize, num_aux: usize) -> Self {
+        let mut aux = Vec::with_capacity(num_aux);
+        crate::mapped::advise_huge_pages(&mut aux);
         Self {
             input: Vec::with_capacity(num_inputs),
-            aux: Vec::with_capacity(num_aux),
+            aux,
             aux_class: Vec::with_capacity(num_aux),
             constraints: 0,
             shape: SHAPE_SEED,
