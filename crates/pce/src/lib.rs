@@ -23,13 +23,27 @@
 //!
 //! **Limit:** the shape fingerprint sees when variables and constraints are created, not which
 //! variables a constraint names: a circuit that keeps its shape but wires a constraint to other
-//! variables than the recording would be proved against the recorded wiring (and then fails the
-//! `a·b = c` check unless its witness happens to satisfy it). Topology keys must therefore name
-//! everything that decides the wiring.
+//! variables than the recording is evaluated with the recorded wiring (and fails the `a·b = c`
+//! check unless its witness happens to satisfy that wiring too, in which case the proof is one
+//! of the recorded circuit, which does not verify against another circuit's parameters).
+//! Topology keys must therefore name everything that decides the wiring.
+//!
+//! **Speed.** The witness pass costs what the circuit's own value computations cost; `enforce` is
+//! a counter. The products skip zero values, sum small-integer coefficients of one-valued
+//! variables as integers (one field addition per row), add, subtract or double for coefficients
+//! ±1 and ±2, and multiply only for other coefficients of other values; `c` is computed first,
+//! then `a` and `b` with each row's `a·b = c` check while they are in registers.
+//!
+//! **Memory.** The file (about 44 bytes per constraint for PoRep-shaped circuits: 4-byte row
+//! pointers and 8-byte entries in three matrices) is memory-mapped, and the products release
+//! each block of it once read, so a proving process holds its vectors rather than its vectors
+//! plus the file (the file stays in the page cache, shared by every process that maps it). The
+//! witness and product vectors ask for transparent huge pages.
 //!
 //! This crate produces assignments and never depends on `cuzk-pipeline`.
 
-// The workspace denies `unsafe_code`; the exceptions are the memory map and its release, in `mapped`.
+// The workspace denies `unsafe_code`; the exceptions (the memory map, its release, and huge-page
+// advice) are in `mapped`, each with its `SAFETY` argument.
 
 mod cache;
 mod compiled;
