@@ -7,7 +7,7 @@
 //! - [`record`] runs a circuit once and keeps its matrices A, B, C in compressed sparse rows,
 //!   with the counts and the density bitmaps, exactly as `cuzk_groth16::synthesize` computes
 //!   them ([`Recording`]);
-//! - [`format`] stores them as a checked file (magic, version, sizes, topology hash, checksum),
+//! - [`format`](mod@format) stores them as a checked file (magic, version, sizes, topology hash, checksum),
 //!   which [`PreCompiled::open`] memory-maps;
 //! - [`PreCompiled::synthesize`] runs only the circuit's `alloc` closures, then computes
 //!   `A·z`, `B·z`, `C·z` by parallel sparse products and checks `a·b = c` row by row in the same
