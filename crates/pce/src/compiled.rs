@@ -74,6 +74,8 @@ impl std::fmt::Debug for PreCompiled {
 /// [`PreCompiled::evaluate`].
 #[derive(Debug)]
 pub struct Witness {
+    /// The topology it was checked against.
+    topology: [u8; 32],
     input: Vec<Scalar>,
     aux: Vec<Scalar>,
     aux_class: Vec<u8>,
@@ -155,6 +157,11 @@ impl PreCompiled {
             self.header.num_inputs,
             self.header.num_aux,
         );
+        if self.header.num_rows < inputs {
+            return Err(PceError::Malformed(
+                "fewer rows than input constraints".into(),
+            ));
+        }
         let num_coeffs = self.coeffs.len() as u32;
         for (name, m) in ["A", "B", "C"].into_iter().zip(self.matrices()?) {
             let bad = |what: &str| PceError::Malformed(format!("matrix {name}: {what}"));
@@ -289,6 +296,7 @@ impl PreCompiled {
             }
         }
         Ok(Witness {
+            topology: self.topology,
             input: cs.input,
             aux: cs.aux,
             aux_class: cs.aux_class,
@@ -298,6 +306,13 @@ impl PreCompiled {
     /// Applies the matrices to `witness` and checks every constraint (`a·b = c`, fused into the
     /// same pass): the assignment full synthesis would give, or [`PceError::Unsatisfied`].
     pub fn evaluate(&self, witness: Witness) -> Result<ProvingAssignment, PceError> {
+        if witness.topology != self.topology {
+            return Err(PceError::TopologyMismatch {
+                what: "the witness's topology hash (prefix)",
+                expected: u64::from_be_bytes(self.topology[..8].try_into().unwrap_or_default()),
+                got: u64::from_be_bytes(witness.topology[..8].try_into().unwrap_or_default()),
+            });
+        }
         let one = limbs(&Scalar::ONE);
         let input_class: Vec<u8> = witness.input.iter().map(|v| class_of(v, &one)).collect();
         let ctx = Ctx {

@@ -301,7 +301,7 @@ pub(crate) fn check(bytes: &[u8]) -> Result<(Header, Layout, [u8; 32]), PceError
     let layout = header
         .layout()
         .ok_or_else(|| PceError::Malformed("section sizes overflow".into()))?;
-    if (layout.end - HEADER_LEN) as u64 != pad8(header.body_len).unwrap_or(0) {
+    if (layout.end - HEADER_LEN) as u64 != header.body_len {
         return Err(PceError::Malformed(format!(
             "body length {} disagrees with its sections ({})",
             header.body_len,

@@ -318,6 +318,14 @@ fn another_topology_is_an_error() {
         "the number of public inputs"
     );
 
+    // A witness checked against one topology is refused by another.
+    let other = PreCompiled::from_recording(&record(PorepShaped::new(8, 1)).unwrap()).unwrap();
+    let witness = pc.witness(PorepShaped::new(9, 3)).unwrap();
+    assert!(matches!(
+        other.evaluate(witness),
+        Err(PceError::TopologyMismatch { .. })
+    ));
+
     let order =
         PreCompiled::from_recording(&record(Order { interleaved: false }).unwrap()).unwrap();
     assert_eq!(
