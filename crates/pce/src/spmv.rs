@@ -137,12 +137,12 @@ impl Ctx<'_> {
         let mut touched = false;
         let mut int: i128 = 0;
         for (&col, &k) in m.cols[start..end].iter().zip(&m.coeffs[start..end]) {
-            let (class, value) = if col & INPUT_FLAG != 0 {
-                let i = (col & !INPUT_FLAG) as usize;
-                (self.input_class[i], &self.input[i])
+            let is_input = col & INPUT_FLAG != 0;
+            let index = (col & !INPUT_FLAG) as usize;
+            let class = if is_input {
+                self.input_class[index]
             } else {
-                let j = col as usize;
-                (self.aux_class[j], &self.aux[j])
+                self.aux_class[index]
             };
             match class {
                 VALUE_ZERO => {}
@@ -156,6 +156,11 @@ impl Ctx<'_> {
                     }
                 }
                 _ => {
+                    let value = if is_input {
+                        &self.input[index]
+                    } else {
+                        &self.aux[index]
+                    };
                     self.add_term(&mut acc, value, k);
                     touched = true;
                 }
