@@ -133,6 +133,9 @@ impl Ctx<'_> {
     #[inline(always)]
     fn row(&self, m: &Matrix<'_>, r: usize) -> Scalar {
         let (start, end) = (m.row_ptr[r] as usize, m.row_ptr[r + 1] as usize);
+        if start == end {
+            return Scalar::ZERO;
+        }
         let mut acc = Scalar::ZERO;
         let mut touched = false;
         let mut int: i128 = 0;
@@ -198,15 +201,15 @@ impl Ctx<'_> {
 /// bellperson's `is_zero_vartime` evaluation).
 #[inline(always)]
 fn holds(a: &Scalar, b: &Scalar, c: &Scalar, one: &[u64; 4]) -> bool {
-    let (la, lb, lc) = (limbs(a), limbs(b), limbs(c));
+    let (la, lb) = (limbs(a), limbs(b));
     if la == [0; 4] || lb == [0; 4] {
-        lc == [0; 4]
+        limbs(c) == [0; 4]
     } else if la == *one {
-        lb == lc
+        lb == limbs(c)
     } else if lb == *one {
-        la == lc
+        la == limbs(c)
     } else {
-        limbs(&(*a * b)) == lc
+        limbs(&(*a * b)) == limbs(c)
     }
 }
 
