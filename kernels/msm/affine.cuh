@@ -368,7 +368,7 @@ FR_HD bool msm_is_chain_start(const F& v) {
 // totals (`totals_cap` of them, word-major: msm_soa_load). The prefix products lie word-major in
 // `prefix` (`prefix_cap` of them), or, when prefix_cap is zero, in the x of each slot's point in
 // `out`, the output level (its x array), where msm_affine_sums reads it before writing the slot's sum over it
-// in the same thread. The host chooses (`prefix_in_output` in crates/msm/src/gpu/plan.rs): in
+// in the same thread. The host chooses (`prefix_in_output` in crates/msm/src/gpu/plan/group.rs): in
 // G2 the separate array is a quarter of the scratch, and without it twice as many windows fit a
 // group; in G1 the output slot's half-sector stores cost more than the groups saved (H200,
 // docs/benchmarks.md, tried and not kept).
@@ -707,7 +707,7 @@ __device__ __forceinline__ void msm_inv_down(F* inv, const F* vals, const F* inv
 // t + k·blockDim.x, as msm_inv_up does, and the threads' products are inverted by a binary tree
 // in shared memory (node i is the product of nodes 2i and 2i + 1; the leaves are the threads'
 // products). The host picks the block per group (`Group::tree_top` in
-// crates/msm/src/gpu/plan.rs): in G2 a block of 128 takes up to 1024 values, so the tree's
+// crates/msm/src/gpu/plan/group.rs): in G2 a block of 128 takes up to 1024 values, so the tree's
 // smallest levels are not launched one by one (15–21 µs a launch on the H200); in G1 one thread
 // takes up to 8, as the block measured slower there (H200; docs/benchmarks.md, tried and not kept).
 #define MSM_TOP_THREADS 128u

@@ -307,7 +307,7 @@ extern "C" __global__ void msm_scatter(uint64_t* sorted, uint32_t* cursor, const
 }
 
 // The counting sort in two passes, for chunks whose windows' sorted entries exceed the L2 cache
-// (MsmPlan::sort_bins, crates/msm/src/gpu/plan.rs), in place of msm_scatter's parts. The
+// (MsmPlan::sort_bins, crates/msm/src/gpu/plan/sort.rs), in place of msm_scatter's parts. The
 // single-pass scatter writes each 8-byte entry at a random place of its window's output, which
 // leaves L2 in partly written sectors unless the output is cut into parts that fit it, and each
 // part reads the window's keys again (kernels/msm/README.md, the sort). The buckets

@@ -1,5 +1,5 @@
 // NTT over Fr: the pass kernels of a multi-pass radix-2^k transform and the bit-reversal
-// permutation. Rust launch wrappers: crates/ntt/src/gpu.rs (one per kernel, same names).
+// permutation. Rust launch wrappers: crates/ntt/src/gpu/device.rs (one per kernel, same names).
 //
 // Algorithm. A transform of n = 2^L points is the radix-2 decimation-in-frequency (DIF) network,
 // natural order in, bit-reversed order out, cut into passes of k consecutive stages. Writing an
@@ -31,7 +31,7 @@
 // read and written once (32 bytes each way), plus twiddle reads that hit L1/L2.
 #include "field/fr.cuh"
 
-// Pass parameters, mirrored in Rust by `NttPassParams` (crates/ntt/src/gpu.rs) with a size check.
+// Pass parameters, mirrored in Rust by `NttPassParams` (crates/ntt/src/gpu/plan.rs) with a size check.
 struct NttPassParams {
     uint64_t vector_stride;  // elements between consecutive vectors of a batch
     uint32_t log_n;          // L

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use cuzk_interlock::sim::{simulate, DeviceSpec, SimConfig};
+use cuzk_interlock::sim::{simulate, DeviceSpec, Release, SimConfig};
 use cuzk_interlock::sweep::{self, SweepConfig, SweepReport};
 use cuzk_interlock::PolicyKind;
 
@@ -34,7 +34,7 @@ fn write_docs(dir: &Path, config: &SweepConfig) -> anyhow::Result<SweepReport> {
         workers: 3,
         proofs: 3,
         partitions_per_proof: config.partitions_per_proof,
-        device: DeviceSpec::gib(141, false),
+        device: DeviceSpec::gib(141, Release::StreamOrdered),
         profile: config.profile.clone(),
     };
     for (name, sim) in [

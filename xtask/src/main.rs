@@ -3,10 +3,12 @@
 //!
 //! - `golden [--bless]`: check (or regenerate with bellperson) the golden proofs in
 //!   `testdata/golden`;
-//! - `bench`: the CPU sweep, every benchmark that needs no GPU with its defaults (`bench cpu`, then
-//!   `bench interlock`);
+//! - `bench`: the CPU sweep, every benchmark that needs no GPU with its defaults (`bench cpu`,
+//!   `bench synth`, then `bench interlock`);
 //! - `bench cpu [--sizes 12..18] [--runs 3]`: cuzk against bellperson on the CPU, into
 //!   `docs/benchmarks.md`;
+//! - `bench synth [--sizes 16,18,20] [--runs 5]`: synthesis by bellperson, by cuzk and through a
+//!   pre-compiled circuit, into `docs/benchmarks.md`;
 //! - `bench interlock`: the interlock simulator's sweep, into `docs/interlock.md` and its plots;
 //! - `bench ntt [BENCH_NTT_ARGS]...`: the GPU NTT against its memory and integer floors (GPU; the
 //!   arguments, such as `--min 20 --max 27`, go to the `bench_ntt` example);
@@ -26,6 +28,7 @@ mod bench_cpu;
 mod bench_interlock;
 mod bench_msm;
 mod bench_ntt;
+mod bench_synth;
 mod ci;
 mod device_pack;
 mod golden;
@@ -49,7 +52,7 @@ enum Command {
     /// Prove the golden cases in testdata/golden with cuzk and compare with bellperson's bytes.
     Golden(golden::GoldenArgs),
     /// Benchmarks, written into docs/. Without a subcommand: the CPU sweep, every benchmark that
-    /// needs no GPU (cpu, then interlock) with its defaults.
+    /// needs no GPU (cpu, synth, then interlock) with its defaults.
     Bench {
         #[command(subcommand)]
         bench: Option<Bench>,
@@ -70,6 +73,9 @@ enum Command {
 enum Bench {
     /// cuzk against bellperson on the CPU, each prover in its own process, into docs/benchmarks.md.
     Cpu(bench_cpu::CpuArgs),
+    /// Synthesis by bellperson, by cuzk and through a pre-compiled circuit (cuzk-pce), each in its
+    /// own process, into docs/benchmarks.md.
+    Synth(bench_synth::SynthArgs),
     /// The interlock simulator's sweep, into docs/interlock.md and its plots.
     Interlock,
     /// The GPU NTT against its memory and integer floors (needs a GPU).
@@ -82,12 +88,17 @@ enum Bench {
 impl Bench {
     /// `cargo xtask bench` alone: every benchmark that needs no GPU, with its defaults, in order.
     fn cpu_sweep() -> Vec<Bench> {
-        vec![Bench::Cpu(defaults()), Bench::Interlock]
+        vec![
+            Bench::Cpu(defaults()),
+            Bench::Synth(defaults()),
+            Bench::Interlock,
+        ]
     }
 
     fn run(self, sh: &Shell) -> anyhow::Result<()> {
         match self {
             Bench::Cpu(args) => bench_cpu::run(sh, &args),
+            Bench::Synth(args) => bench_synth::run(sh, &args),
             Bench::Interlock => bench_interlock::run(),
             Bench::Ntt(args) => bench_ntt::run(sh, &args),
             Bench::Msm(args) => bench_msm::run(sh, &args),
@@ -164,6 +175,8 @@ mod tests {
         }
         assert!(parse(&["bench", "cpu", "--sizes", "6..30"]).is_err());
         assert!(parse(&["bench", "cpu", "--runs", "0"]).is_err());
+        assert!(parse(&["bench", "synth", "--sizes", "16,30"]).is_err());
+        assert!(parse(&["bench", "synth", "--runs", "0"]).is_err());
     }
 
     #[test]
@@ -175,9 +188,11 @@ mod tests {
         let sweep = format!("{:?}", Bench::cpu_sweep());
         let explicit = format!(
             "{:?}",
-            ["cpu", "interlock"].map(|name| match parse(&["bench", name]).unwrap().command {
-                Command::Bench { bench: Some(bench) } => bench,
-                other => panic!("{other:?}"),
+            ["cpu", "synth", "interlock"].map(|name| {
+                match parse(&["bench", name]).unwrap().command {
+                    Command::Bench { bench: Some(bench) } => bench,
+                    other => panic!("{other:?}"),
+                }
             })
         );
         assert_eq!(sweep, explicit);

@@ -68,6 +68,14 @@ struct BenchArgs {
     /// Write an SVG waterfall of the stages (one lane per worker).
     #[arg(long, value_name = "FILE.svg")]
     waterfall: Option<std::path::PathBuf>,
+    /// Synthesise through a pre-compiled circuit (recorded on first use into the cache folder,
+    /// reused after): the witness alone, then sparse A·z, B·z, C·z. Proofs are unchanged.
+    #[arg(long)]
+    pce: bool,
+    /// The pre-compiled circuits' folder [default: $CUZK_CACHE_DIR/pce,
+    /// $XDG_CACHE_HOME/cuzk/pce or ~/.cache/cuzk/pce].
+    #[arg(long, value_name = "DIR", requires = "pce")]
+    pce_dir: Option<std::path::PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -119,21 +127,38 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     let r: Vec<Scalar> = (0..partitions).map(|_| Scalar::random(&mut rng)).collect();
     let s: Vec<Scalar> = (0..partitions).map(|_| Scalar::random(&mut rng)).collect();
 
+    let pre_compiled = if args.pce {
+        Some(pre_compiled(args, &circuits[0])?)
+    } else {
+        None
+    };
     let start = Instant::now();
-    let assignments = circuits
-        .into_iter()
-        .map(cuzk_groth16::synthesize)
-        .collect::<Result<Vec<_>, _>>()
-        .context("synthesis")?;
+    let assignments = match &pre_compiled {
+        Some(pc) => circuits
+            .into_iter()
+            .map(|c| pc.synthesize(c))
+            .collect::<Result<Vec<_>, _>>()
+            .context("pre-compiled synthesis")?,
+        None => circuits
+            .into_iter()
+            .map(cuzk_groth16::synthesize)
+            .collect::<Result<Vec<_>, _>>()
+            .context("synthesis")?,
+    };
     let synth = start.elapsed();
     println!(
-        "synthesis: {:.3} s ({} constraints, {} private variables per partition)",
+        "synthesis{}: {:.3} s ({} constraints, {} private variables per partition)",
+        if args.pce { " (pre-compiled)" } else { "" },
         synth.as_secs_f64(),
         assignments[0].num_constraints(),
         assignments[0].aux.len()
     );
 
-    let prover = Prover::new(CpuBackend, ProverConfig::default());
+    // The pre-compiled path has already checked a·b = c for every constraint.
+    let config = ProverConfig {
+        check_satisfied: !args.pce,
+    };
+    let prover = Prover::new(CpuBackend, config);
     let start = Instant::now();
     let results = prover
         .prove_batch(&params, assignments, &r, &s, 0)
@@ -176,6 +201,32 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         bail!("the proofs do not verify");
     }
     Ok(())
+}
+
+/// The bench circuit's pre-compiled form: loaded from the cache folder, or recorded into it.
+fn pre_compiled(args: &BenchArgs, circuit: &PorepShaped) -> anyhow::Result<cuzk_pce::PreCompiled> {
+    let dir = match &args.pce_dir {
+        Some(dir) => dir.clone(),
+        None => cuzk_pce::default_dir().context(
+            "no cache folder for pre-compiled circuits: pass --pce-dir or set CUZK_CACHE_DIR",
+        )?,
+    };
+    let cache = cuzk_pce::PceCache::new(dir);
+    // The topology depends on the size only; the seed changes the witness.
+    let key = format!("porep_shaped-2^{}", args.log_size);
+    let start = Instant::now();
+    let (pc, origin) = cache
+        .load_or_record(&key, || circuit.clone())
+        .with_context(|| format!("pre-compiled circuit {}", cache.path(&key).display()))?;
+    println!(
+        "pre-compiled circuit: {} ({:?} in {:.3} s, {:.1} MiB, topology {})",
+        cache.path(&key).display(),
+        origin,
+        start.elapsed().as_secs_f64(),
+        pc.file_len() as f64 / (1024.0 * 1024.0),
+        &pc.topology_hex()[..16]
+    );
+    Ok(pc)
 }
 
 fn print_table(timings: &[PartitionTiming]) {

@@ -13,9 +13,9 @@
 //! Without the `cuda` feature the crate builds without cudarc at all: [`Device::open`] then
 //! returns [`GpuError::NotBuilt`] ("built without CUDA").
 //!
-//! The crate also owns the Fr kernels of `kernels/field/` ([`fr`], with the `cuda` feature): the
-//! device arithmetic every other kernel includes, exercised by element-wise test kernels and a
-//! throughput probe.
+//! The crate also owns the Fr kernels of `kernels/field/`: the device arithmetic every other
+//! kernel includes, exercised by element-wise test kernels and throughput probes in `fr` (with
+//! the `cuda` and `testing` features; not part of the production API).
 //!
 //! **Architecture invariant:** this crate knows devices, memory and kernels, nothing about NTTs,
 //! MSMs or Groth16. `unsafe` lives in the `driver` (with its `pinned` part) and `fr` modules
@@ -23,7 +23,7 @@
 
 #[cfg(feature = "cuda")]
 mod driver;
-#[cfg(feature = "cuda")]
+#[cfg(all(feature = "cuda", feature = "testing"))]
 pub mod fr;
 #[cfg(not(feature = "cuda"))]
 mod stub;

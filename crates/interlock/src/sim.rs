@@ -7,7 +7,7 @@
 //! They ask the real policy types ([`SingleLock`](crate::SingleLock), ...) through the
 //! non-blocking calls, so the simulator and the pipeline share one implementation of each policy.
 //!
-//! Freeing is modelled two ways ([`DeviceSpec::sync_on_free`]):
+//! Freeing is modelled two ways ([`Release`]):
 //! - stream-ordered (cuzk's arena): a partition's memory returns when its kernels finish;
 //! - sync on free (the incumbent's pool): freed memory returns only at a device-global
 //!   synchronisation, which a worker that cannot get memory issues; it waits until every piece of
@@ -183,21 +183,44 @@ pub struct DeviceSpec {
     pub vram_bytes: u64,
     /// What the arena leaves to the driver and others.
     pub margin_bytes: u64,
-    /// Freed memory returns only at a device-global synchronisation (the incumbent), instead of
-    /// when the freeing partition's kernels finish (cuzk's arena).
-    pub sync_on_free: bool,
+    /// How freed memory comes back.
+    pub release: Release,
     /// The cost of one device-global synchronisation and pool trim beyond waiting for the device
     /// to drain.
     pub sync_overhead_ns: u64,
 }
 
+/// How a device's freed memory comes back to the arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Release {
+    /// When the freeing partition's kernels finish (cuzk's arena: stream-ordered release).
+    StreamOrdered,
+    /// Only at a device-global synchronisation, which a worker that cannot get memory issues
+    /// (the incumbent's pool: `cudaDeviceSynchronize` and `cudaMemPoolTrimTo`).
+    SyncOnFree,
+}
+
+impl Release {
+    /// Both modes, the incumbent's first.
+    pub const ALL: [Release; 2] = [Release::SyncOnFree, Release::StreamOrdered];
+
+    /// The mode's name in tables and plots.
+    pub fn label(self) -> &'static str {
+        match self {
+            Release::SyncOnFree => "sync on free",
+            Release::StreamOrdered => "stream-ordered",
+        }
+    }
+}
+
 impl DeviceSpec {
     /// A card of `gib` GiB with a 1 GiB margin and a 10 ms sync-and-trim overhead.
-    pub fn gib(gib: u64, sync_on_free: bool) -> Self {
+    pub fn gib(gib: u64, release: Release) -> Self {
         Self {
             vram_bytes: gib * GIB,
             margin_bytes: GIB,
-            sync_on_free,
+            release,
             sync_overhead_ns: 10 * MS,
         }
     }
@@ -228,7 +251,7 @@ impl SimConfig {
             workers: 3,
             proofs: 1,
             partitions_per_proof: 10,
-            device: DeviceSpec::gib(16, true),
+            device: DeviceSpec::gib(16, Release::SyncOnFree),
             profile: Profile::seeds(),
         }
     }
@@ -479,10 +502,7 @@ impl Sim<'_> {
             Phase::Host { post, idx } => self.host(w, post, idx + 1),
             Phase::Copying(staging) => self.want(w, Want::Compute(staging.finish()), None),
             Phase::Computing(compute) => {
-                let fence = self
-                    .config
-                    .device
-                    .sync_on_free
+                let fence = (self.config.device.release == Release::SyncOnFree)
                     .then(|| self.sync_fence.clone());
                 compute.finish(fence);
                 self.host(w, true, 0)
@@ -685,7 +705,7 @@ impl Sim<'_> {
             .workers
             .iter()
             .any(|w| matches!(&w.phase, Phase::Blocked(b) if b.reason == WaitReason::Memory));
-        if self.config.device.sync_on_free
+        if self.config.device.release == Release::SyncOnFree
             && wants_memory
             && !self.sync_in_flight
             && self.arena.stats().pending_release > 0

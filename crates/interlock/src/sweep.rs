@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::policy::PolicyKind;
-use crate::sim::{simulate, DeviceSpec, Profile, SimConfig, SimReport, GIB};
+use crate::sim::{simulate, DeviceSpec, Profile, Release, SimConfig, SimReport, GIB};
 
 /// What to sweep.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,8 +20,8 @@ pub struct SweepConfig {
     pub proofs: Vec<usize>,
     /// Card sizes in GiB.
     pub vram_gib: Vec<u64>,
-    /// Release modes: `true` = sync on free (the incumbent), `false` = stream-ordered (cuzk).
-    pub sync_on_free: Vec<bool>,
+    /// Release modes, one plot panel each.
+    pub release: Vec<Release>,
     /// Partitions per proof.
     pub partitions_per_proof: usize,
     /// The partition's costs.
@@ -37,7 +37,7 @@ impl Default for SweepConfig {
             workers: vec![1, 2, 3, 4],
             proofs: vec![1, 3],
             vram_gib: vec![16, 24, 32, 48, 80, 141],
-            sync_on_free: vec![true, false],
+            release: Release::ALL.to_vec(),
             partitions_per_proof: 10,
             profile: Profile::seeds(),
         }
@@ -101,7 +101,7 @@ pub struct SweepRow {
     /// Card size, GiB.
     pub vram_gib: u64,
     /// Release mode.
-    pub sync_on_free: bool,
+    pub release: Release,
     /// The result, or why there is none (a footprint that does not fit, say).
     pub result: Result<RowResult, String>,
 }
@@ -118,7 +118,7 @@ pub struct SweepReport {
 /// Runs the sweep. Deterministic: the same configuration gives the same report.
 pub fn run(config: &SweepConfig) -> SweepReport {
     let mut rows = Vec::new();
-    for &sync_on_free in &config.sync_on_free {
+    for &release in &config.release {
         for &vram_gib in &config.vram_gib {
             for &workers in &config.workers {
                 for &proofs in &config.proofs {
@@ -128,7 +128,7 @@ pub fn run(config: &SweepConfig) -> SweepReport {
                             workers,
                             proofs,
                             partitions_per_proof: config.partitions_per_proof,
-                            device: DeviceSpec::gib(vram_gib, sync_on_free),
+                            device: DeviceSpec::gib(vram_gib, release),
                             profile: config.profile.clone(),
                         };
                         let result = simulate(&sim)
@@ -139,7 +139,7 @@ pub fn run(config: &SweepConfig) -> SweepReport {
                             workers,
                             proofs,
                             vram_gib,
-                            sync_on_free,
+                            release,
                             result,
                         });
                     }
@@ -150,14 +150,6 @@ pub fn run(config: &SweepConfig) -> SweepReport {
     SweepReport {
         config: config.clone(),
         rows,
-    }
-}
-
-fn release(sync_on_free: bool) -> &'static str {
-    if sync_on_free {
-        "sync on free"
-    } else {
-        "stream-ordered"
     }
 }
 
@@ -173,20 +165,20 @@ impl SweepReport {
         workers: usize,
         proofs: usize,
         vram_gib: u64,
-        sync_on_free: bool,
+        release: Release,
     ) -> Option<&SweepRow> {
         self.rows.iter().find(|r| {
             r.policy == policy
                 && r.workers == workers
                 && r.proofs == proofs
                 && r.vram_gib == vram_gib
-                && r.sync_on_free == sync_on_free
+                && r.release == release
         })
     }
 
     /// Whether the SRS is resident on a card of `vram_gib`, and how many partitions fit beside it.
     fn room(&self, vram_gib: u64) -> (bool, u64) {
-        let capacity = DeviceSpec::gib(vram_gib, false)
+        let capacity = DeviceSpec::gib(vram_gib, Release::StreamOrdered)
             .vram_bytes
             .saturating_sub(GIB);
         let profile = &self.config.profile;
@@ -267,13 +259,13 @@ impl SweepReport {
             "| policy | release | s/proof | partitions/s | GPU busy | max wait (s) | max wait / GPU time | mean wait (s) | pre-staged | syncs |\n\
              |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         );
-        for sync in [true, false] {
+        for release in Release::ALL {
             for &policy in &self.config.policies {
-                if let Some(SweepRow { result: Ok(r), .. }) = self.row(policy, 3, 1, 16, sync) {
+                if let Some(SweepRow { result: Ok(r), .. }) = self.row(policy, 3, 1, 16, release) {
                     let _ = writeln!(
                         md,
                         "| {policy} | {} | {:.1} | {:.3} | {} | {:.1} | {:.2} | {:.1} | {}/{} | {} |",
-                        release(sync),
+                        release.label(),
                         r.seconds_per_proof,
                         r.partitions_per_s,
                         pct(r.gpu_busy),
@@ -312,18 +304,18 @@ impl SweepReport {
             md.push_str("---:|");
         }
         md.push('\n');
-        for &sync in &self.config.sync_on_free {
+        for &release in &self.config.release {
             for &vram in &self.config.vram_gib {
                 let (resident, room) = self.room(vram);
                 let _ = write!(
                     md,
                     "| {vram} | {} | {room} | {} |",
                     if resident { "resident" } else { "streamed" },
-                    release(sync)
+                    release.label()
                 );
                 for &policy in &self.config.policies {
                     match self
-                        .row(policy, workers, proofs, vram, sync)
+                        .row(policy, workers, proofs, vram, release)
                         .map(|r| &r.result)
                     {
                         Some(Ok(r)) => {
@@ -364,7 +356,7 @@ impl SweepReport {
             let head = format!(
                 "| {} | {} | {} | {} | {} |",
                 row.policy,
-                release(row.sync_on_free),
+                row.release.label(),
                 row.vram_gib,
                 row.workers,
                 row.proofs
@@ -405,7 +397,7 @@ impl SweepReport {
         const GAP: f64 = 70.0;
         let colours = ["#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1"];
         let (workers, proofs) = self.focus();
-        let panels = &self.config.sync_on_free;
+        let panels = &self.config.release;
         let width = LEFT + (PANEL_W + GAP) * panels.len() as f64;
         let height = TOP + PANEL_H + 90.0;
         let mut s = String::new();
@@ -431,15 +423,15 @@ impl SweepReport {
             .map(|r| r.gpu_busy)
             .fold(1.0, f64::min);
         let y_min = if lowest >= 0.5 { 0.5 } else { 0.0 };
-        for (pi, &sync) in panels.iter().enumerate() {
+        for (pi, &release) in panels.iter().enumerate() {
             let x0 = LEFT + (PANEL_W + GAP) * pi as f64;
-            let _ = writeln!(s, r#"<g class="panel" data-release="{}">"#, release(sync));
+            let _ = writeln!(s, r#"<g class="panel" data-release="{}">"#, release.label());
             let _ = writeln!(
                 s,
                 r#"<text x="{}" y="{}" text-anchor="middle" font-size="13">{}</text>"#,
                 x0 + PANEL_W / 2.0,
                 TOP - 10.0,
-                release(sync)
+                release.label()
             );
             let _ = writeln!(
                 s,
@@ -476,12 +468,12 @@ impl SweepReport {
                     .vram_gib
                     .iter()
                     .enumerate()
-                    .filter_map(
-                        |(i, &vram)| match self.row(policy, workers, proofs, vram, sync) {
+                    .filter_map(|(i, &vram)| {
+                        match self.row(policy, workers, proofs, vram, release) {
                             Some(SweepRow { result: Ok(r), .. }) => Some((px(i), py(r.gpu_busy))),
                             _ => None,
-                        },
-                    )
+                        }
+                    })
                     .collect();
                 let path: Vec<String> = points
                     .iter()

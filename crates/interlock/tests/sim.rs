@@ -1,23 +1,19 @@
 //! The simulator's checks: the shapes issue 5 asks for, asserted as shapes, not exact numbers.
 
-use cuzk_interlock::sim::{simulate, DeviceSpec, Profile, SimConfig, SimReport, StageSpec, GIB};
+use cuzk_interlock::sim::{
+    simulate, DeviceSpec, Profile, Release, SimConfig, SimReport, StageSpec, GIB,
+};
 use cuzk_interlock::{Demand, InterlockError, PolicyKind};
 use cuzk_telemetry::Stage;
 use proptest::prelude::*;
 
-fn run(
-    policy: PolicyKind,
-    workers: usize,
-    proofs: usize,
-    gib: u64,
-    sync_on_free: bool,
-) -> SimReport {
+fn run(policy: PolicyKind, workers: usize, proofs: usize, gib: u64, release: Release) -> SimReport {
     simulate(&SimConfig {
         policy,
         workers,
         proofs,
         partitions_per_proof: 10,
-        device: DeviceSpec::gib(gib, sync_on_free),
+        device: DeviceSpec::gib(gib, release),
         profile: Profile::seeds(),
     })
     .expect("simulates")
@@ -49,8 +45,8 @@ fn the_seeds_failure_is_reproduced() {
 #[test]
 fn vram_budget_keeps_the_gpu_busy_with_several_proofs_where_memory_allows() {
     for gib in [32, 48, 141] {
-        let budget = run(PolicyKind::VramBudget, 3, 3, gib, false);
-        let single = run(PolicyKind::SingleLock, 3, 3, gib, false);
+        let budget = run(PolicyKind::VramBudget, 3, 3, gib, Release::StreamOrdered);
+        let single = run(PolicyKind::SingleLock, 3, 3, gib, Release::StreamOrdered);
         assert!(budget.gpu_busy > 0.95, "{gib} GiB: {}", budget.gpu_busy);
         assert!(
             single.gpu_busy < 0.90,
@@ -59,32 +55,32 @@ fn vram_budget_keeps_the_gpu_busy_with_several_proofs_where_memory_allows() {
         assert!(budget.partitions_per_s > single.partitions_per_s * 1.05);
     }
     // One proof in flight: ramp-up and tail weigh more, so overlap is judged with several.
-    let one = run(PolicyKind::VramBudget, 3, 1, 141, false);
-    let three = run(PolicyKind::VramBudget, 3, 3, 141, false);
+    let one = run(PolicyKind::VramBudget, 3, 1, 141, Release::StreamOrdered);
+    let three = run(PolicyKind::VramBudget, 3, 3, 141, Release::StreamOrdered);
     assert!(one.gpu_busy < three.gpu_busy);
 }
 
 #[test]
 fn where_memory_does_not_allow_no_policy_overlaps() {
-    let single = run(PolicyKind::SingleLock, 3, 3, 16, false);
+    let single = run(PolicyKind::SingleLock, 3, 3, 16, Release::StreamOrdered);
     for policy in [PolicyKind::TwoLock, PolicyKind::VramBudget] {
-        let r = run(policy, 3, 3, 16, false);
+        let r = run(policy, 3, 3, 16, Release::StreamOrdered);
         assert!((r.partitions_per_s / single.partitions_per_s - 1.0).abs() < 0.01);
     }
 }
 
 #[test]
 fn sync_on_free_costs_overlap_when_memory_is_tight() {
-    let synced = run(PolicyKind::VramBudget, 3, 3, 32, true);
-    let ordered = run(PolicyKind::VramBudget, 3, 3, 32, false);
+    let synced = run(PolicyKind::VramBudget, 3, 3, 32, Release::SyncOnFree);
+    let ordered = run(PolicyKind::VramBudget, 3, 3, 32, Release::StreamOrdered);
     assert!(synced.gpu_busy < ordered.gpu_busy - 0.02);
     assert!(synced.device_syncs > 0 && ordered.device_syncs == 0);
 }
 
 #[test]
 fn two_locks_work_when_freeing_needs_no_device_sync_and_memory_allows() {
-    let two = run(PolicyKind::TwoLock, 3, 3, 141, false);
-    let single = run(PolicyKind::SingleLock, 3, 3, 141, false);
+    let two = run(PolicyKind::TwoLock, 3, 3, 141, Release::StreamOrdered);
+    let single = run(PolicyKind::SingleLock, 3, 3, 141, Release::StreamOrdered);
     assert!(two.partitions_per_s > single.partitions_per_s * 1.05);
     assert!(two.prestaged > two.partitions / 2);
 }
@@ -92,11 +88,11 @@ fn two_locks_work_when_freeing_needs_no_device_sync_and_memory_allows() {
 #[test]
 fn peak_vram_stays_within_the_card_and_resident_srs_counts() {
     for policy in PolicyKind::ALL {
-        let r = run(policy, 4, 2, 141, false);
+        let r = run(policy, 4, 2, 141, Release::StreamOrdered);
         assert!(r.srs_resident);
         assert!(r.peak_vram_bytes <= 140 * GIB);
         assert!(r.peak_vram_bytes >= 44 * GIB + 12 * GIB);
-        let small = run(policy, 4, 2, 16, false);
+        let small = run(policy, 4, 2, 16, Release::StreamOrdered);
         assert!(!small.srs_resident);
         assert_eq!(
             small.peak_vram_bytes,
@@ -109,7 +105,7 @@ fn peak_vram_stays_within_the_card_and_resident_srs_counts() {
 #[test]
 fn a_footprint_larger_than_the_card_is_an_error() {
     let mut config = SimConfig::seeds(PolicyKind::VramBudget);
-    config.device = DeviceSpec::gib(8, false);
+    config.device = DeviceSpec::gib(8, Release::StreamOrdered);
     assert!(matches!(
         simulate(&config),
         Err(InterlockError::DoesNotFit { .. })
@@ -181,7 +177,7 @@ proptest! {
         workers in 1usize..6,
         proofs in 1usize..4,
         gib in 20u64..100,
-        sync_on_free in any::<bool>(),
+        release in prop::sample::select(Release::ALL.to_vec()),
     ) {
         for policy in PolicyKind::ALL {
             let config = SimConfig {
@@ -189,7 +185,7 @@ proptest! {
                 workers,
                 proofs,
                 partitions_per_proof: 4,
-                device: DeviceSpec::gib(gib, sync_on_free),
+                device: DeviceSpec::gib(gib, release),
                 profile: profile.clone(),
             };
             let r = simulate(&config).unwrap();

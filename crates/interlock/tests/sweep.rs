@@ -1,5 +1,6 @@
 //! The sweep's outputs: a Markdown table and an SVG plot that parses.
 
+use cuzk_interlock::sim::Release;
 use cuzk_interlock::sweep::{run, SweepConfig};
 use cuzk_interlock::PolicyKind;
 
@@ -38,7 +39,7 @@ fn markdown_has_every_point_and_the_seeds_table() {
     );
     assert_eq!(run(&config), report, "deterministic");
     let seeds = report
-        .row(PolicyKind::TwoLock, 3, 1, 16, true)
+        .row(PolicyKind::TwoLock, 3, 1, 16, Release::SyncOnFree)
         .unwrap()
         .result
         .as_ref()

@@ -109,15 +109,15 @@ impl Args {
 /// `p` with `plan`'s scatter parts, sort passes and batch-affine layout (budget, lanes, blockwise inversion),
 /// so that a plan rebuilt with another window or chunk length differs from `plan` in that only.
 fn same_layout(plan: &MsmPlan, p: MsmPlan) -> MsmPlan {
-    p.with_scatter_region(plan.scatter_region)
-        .with_two_pass_sort(plan.two_pass_sort)
-        .with_sort_shared(plan.sort_shared)
-        .with_sort_tile_threads(plan.sort_tile_threads)
-        .with_sort_stage_limit(plan.sort_stage_limit)
-        .with_affine_block_inverse_max(plan.affine_block_inverse_max)
-        .with_fused_reduce(plan.fused_reduce)
-        .with_affine_lanes(plan.affine_lanes)
-        .with_affine_scratch(plan.affine_budget)
+    p.with_scatter_region(plan.scatter_region())
+        .with_two_pass_sort(plan.two_pass_sort())
+        .with_sort_shared(plan.sort_shared())
+        .with_sort_tile_threads(plan.sort_tile_threads())
+        .with_sort_stage_limit(plan.sort_stage_limit())
+        .with_affine_block_inverse_max(plan.affine_block_inverse_max())
+        .with_fused_reduce(plan.fused_reduce())
+        .with_affine_lanes(plan.affine_lanes())
+        .with_affine_scratch(plan.affine_budget())
 }
 
 /// An accumulation as the JSON names it.
@@ -349,19 +349,19 @@ fn bench_group<C: GpuCurve>(
         let scalars = &all_scalars[..n];
         let mut plan = gpu.plan(n, C::GROUP);
         // The device's plan's chunking (GpuMsm::plan: chunks of 2^26 where memory allows).
-        let chunk = args.resident_chunk.unwrap_or(plan.chunk_len);
+        let chunk = args.resident_chunk.unwrap_or(plan.chunk_len());
         if let Some(c) = args.window_bits {
-            let p = MsmPlan::with_window_bits(n, C::GROUP, plan.sm_count, c, chunk);
-            plan = same_layout(&plan, p).with_accumulation(plan.accumulation);
+            let p = MsmPlan::with_window_bits(n, C::GROUP, plan.sm_count(), c, chunk);
+            plan = same_layout(&plan, p).with_accumulation(plan.accumulation());
         } else if args.resident_chunk.is_some() {
-            let p = MsmPlan::for_chunks(n, C::GROUP, plan.sm_count, chunk);
-            plan = same_layout(&plan, p).with_accumulation(plan.accumulation);
+            let p = MsmPlan::for_chunks(n, C::GROUP, plan.sm_count(), chunk);
+            plan = same_layout(&plan, p).with_accumulation(plan.accumulation());
         }
         if let Some(region) = args.scatter_region {
             plan = plan.with_scatter_region(region);
         }
         if let Some(seg) = args.accumulate_seg {
-            plan.accumulate_seg = seg.max(1);
+            plan = plan.with_accumulate_seg(seg);
         }
         plan = args.affine_layout(plan);
         let dev_bases = gpu.upload_bases::<C>(bases).expect("upload bases");
@@ -399,9 +399,12 @@ fn bench_group<C: GpuCurve>(
         let time_plan = |p: &MsmPlan| {
             let got = on_device(p);
             assert_eq!(
-                got, result,
+                got,
+                result,
                 "{name} 2^{log_n}: {:?}, window {}, {} chunks, differs",
-                p.accumulation, p.window_bits, p.n_chunks
+                p.accumulation(),
+                p.window_bits(),
+                p.n_chunks()
             );
             time_runs(gpu, args.reps, || {
                 on_device(p);
@@ -414,7 +417,7 @@ fn bench_group<C: GpuCurve>(
         // Each kind of bucket sums: its time (the default's is the resident time) and stages;
         // with `--no-affine`, only the default's.
         let sums = |p: &MsmPlan| {
-            if p.accumulation == plan.accumulation {
+            if p.accumulation() == plan.accumulation() {
                 (Some(resident_ms), stages.clone())
             } else if args.affine {
                 (Some(time_plan(p)), profile(p).1)
@@ -429,20 +432,20 @@ fn bench_group<C: GpuCurve>(
         // are 84 GB).
         let wide = affine.clone().with_affine_scratch(usize::MAX);
         let wide_ms = (affine_ms.is_some()
-            && wide.affine_group_windows != affine.affine_group_windows
+            && wide.affine_group_windows() != affine.affine_group_windows()
             && fits_device(gpu, &wide, &format!("{name} 2^{log_n}, one group")))
         .then(|| time_plan(&wide));
         // The streamed plan's chunking with the inputs resident: what the chunks cost apart
         // from the copies.
         let mut splan = gpu.streamed_plan(n, C::GROUP);
         if let Some(chunk) = args.streamed_chunk {
-            let p = MsmPlan::for_chunks(n, C::GROUP, plan.sm_count, chunk);
-            let accumulation = Accumulation::streamed_default(C::GROUP, p.chunk_len);
+            let p = MsmPlan::for_chunks(n, C::GROUP, plan.sm_count(), chunk);
+            let accumulation = Accumulation::streamed_default(C::GROUP, p.chunk_len());
             splan = same_layout(&splan, p).with_accumulation(accumulation);
         }
         if let Some(c) = args.streamed_window_bits {
-            let p = MsmPlan::with_window_bits(n, C::GROUP, plan.sm_count, c, splan.chunk_len);
-            let accumulation = Accumulation::streamed_default(C::GROUP, p.chunk_len);
+            let p = MsmPlan::with_window_bits(n, C::GROUP, plan.sm_count(), c, splan.chunk_len());
+            let accumulation = Accumulation::streamed_default(C::GROUP, p.chunk_len());
             splan = same_layout(&splan, p).with_accumulation(accumulation);
         }
         if let Some(first) = args.streamed_first_chunk {
@@ -457,17 +460,22 @@ fn bench_group<C: GpuCurve>(
             // Widths from c − 2 to c + 2 bits, each window count once at its balanced width (a
             // wider window for the same count only adds empty buckets), down to one window
             // fewer than the plan's.
-            let lo = plan.window_bits.saturating_sub(2).max(4);
-            let hi = (plan.window_bits + 2).min(C::GROUP.max_window_bits());
+            let lo = plan.window_bits().saturating_sub(2).max(4);
+            let hi = (plan.window_bits() + 2).min(C::GROUP.max_window_bits());
             let mut widths: Vec<u32> = (lo..=hi).map(balanced_window_bits).collect();
             widths.dedup();
             widths
                 .into_iter()
-                .filter(|&c| num_windows(c) + 1 >= plan.n_windows)
+                .filter(|&c| num_windows(c) + 1 >= plan.n_windows())
                 .map(|c| {
-                    let p =
-                        MsmPlan::with_window_bits(n, C::GROUP, plan.sm_count, c, plan.chunk_len);
-                    let p = same_layout(&plan, p).with_accumulation(plan.accumulation);
+                    let p = MsmPlan::with_window_bits(
+                        n,
+                        C::GROUP,
+                        plan.sm_count(),
+                        c,
+                        plan.chunk_len(),
+                    );
+                    let p = same_layout(&plan, p).with_accumulation(plan.accumulation());
                     (c, time_plan(&p))
                 })
                 .collect()
@@ -511,10 +519,10 @@ fn bench_group<C: GpuCurve>(
         let row = Row {
             group: name,
             log_n,
-            window_bits: plan.window_bits,
+            window_bits: plan.window_bits(),
             affine_groups: affine.affine_groups(),
-            accumulation: plan.accumulation,
-            streamed_accumulation: splan.accumulation,
+            accumulation: plan.accumulation(),
+            streamed_accumulation: splan.accumulation(),
             resident_ms,
             xyzz_ms,
             xyzz_stages,
@@ -539,15 +547,15 @@ fn bench_group<C: GpuCurve>(
             row.xyzz_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
             row.affine_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
             affine.affine_groups(),
-            affine.affine_group_windows,
+            affine.affine_group_windows(),
             affine.affine_lanes_used(),
             affine.device_bytes() as f64 / (1 << 20) as f64,
             row.wide_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
             row.pinned_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
             row.streamed_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
             row.chunked_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
-            splan.window_bits,
-            splan.n_chunks,
+            splan.window_bits(),
+            splan.n_chunks(),
             row.floor_ms,
             row.window_bits,
             sweep_text(&row.window_sweep),

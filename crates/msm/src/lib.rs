@@ -21,39 +21,24 @@
 //! width out of range, a non-canonical scalar, a bitmap of the wrong length, an index out of
 //! range) gives an [`MsmError`], never a panic.
 //!
-//! # Speed
+//! With the `cuda` feature, `gpu` runs MSMs and batch additions on the GPU, with the
+//! same results point for point (feature `emu`: the same kernels on a host emulator, for tests).
 //!
-//! Measured on the development machine (2 cores, x86-64, release build), best of 3 to 11 runs,
-//! taken while the process had both cores to itself (other builds were running on the machine;
-//! under contention both paths slow down alike). Random bases and scalars; ours at its default
-//! window ([`reference::default_window_bits`]).
+//! # Which path is used
 //!
-//! | operation | n | blst ([`fast::msm`]) | ours ([`fast::pippenger`]) |
-//! |---|---|---|---|
-//! | G1 MSM | 2^12 | 27 ms | 38 ms (c = 8) |
-//! | G2 MSM | 2^12 | 74 ms | 95 ms (c = 8) |
-//! | G1 MSM | 2^16 | 0.31 s | 0.42 s (c = 12) |
-//! | G2 MSM | 2^16 | 0.83 s | 1.08 s (c = 12) |
-//! | G1 MSM | 2^18 | 1.18 s | 1.73 s (c = 15; c = 13 is as fast on one core) |
-//!
-//! blst is 1.3–1.5× faster at every size in both groups (its buckets are in XYZZ coordinates,
-//! its field arithmetic in assembly), so [`fast::msm`] uses blst; ours stays as the parallel
-//! twin of the reference and of the GPU kernels.
-//!
-//! | batch addition, 2^16 bases | [`batch_add`] (batch-affine) | [`batch_add_mixed`] |
-//! |---|---|---|
-//! | G1, all | 12 ms | 19 ms |
-//! | G1, half (bitmap) | 6.4 ms | 10 ms |
-//! | G2, all | 25 ms | 59 ms |
-//! | G2, half (bitmap), one core | 21 ms | 41 ms |
-//!
-//! Batch-affine addition (blst's bulk addition on blocks gathered by rayon jobs) is 1.6–2.4×
-//! faster, so [`batch_add`] uses it.
+//! [`fast::msm`] is blst's Pippenger, which measured 1.3–1.5× faster than ours
+//! ([`fast::pippenger`]) at every size in both groups on the development machine (its buckets
+//! are in XYZZ coordinates, its field arithmetic in assembly); ours stays as the parallel twin
+//! of the reference and of the GPU kernels. [`batch_add`] uses batch-affine addition (blst's bulk
+//! addition on blocks gathered by rayon jobs), which measured 1.6–2.4× faster than mixed
+//! additions ([`batch_add_mixed`]).
 
 pub mod batch;
 mod curve;
 pub mod fast;
-#[cfg(any(feature = "cuda", feature = "emu"))]
+// With `emu` alone the GPU code is compiled for the crate's tests only: nothing else runs on
+// the emulator.
+#[cfg(any(feature = "cuda", all(feature = "emu", test)))]
 pub mod gpu;
 pub mod reference;
 mod scalar;

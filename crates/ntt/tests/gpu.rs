@@ -4,7 +4,9 @@
 #![cfg(feature = "cuda")]
 
 use cuzk_field::layout::{scalars_as_limbs, FrLimbs};
-use cuzk_ntt::gpu::{shared_for_tests, GpuNtt, Transform};
+use std::sync::OnceLock;
+
+use cuzk_ntt::gpu::{GpuNtt, Transform};
 use cuzk_ntt::{cpu, reference, Domain, Order, Scalar};
 use ff::Field;
 use proptest::prelude::*;
@@ -12,6 +14,18 @@ use proptest::test_runner::{Config, TestRunner};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use rayon::prelude::*;
+
+/// One [`GpuNtt`] on device 0 for every test of this file (its twiddle tables are made once);
+/// `None`, with the reason on stderr, when there is no usable GPU.
+fn shared_for_tests() -> Option<&'static GpuNtt> {
+    static SHARED: OnceLock<Option<GpuNtt>> = OnceLock::new();
+    SHARED
+        .get_or_init(|| {
+            let device = cuzk_gpu::device_for_tests()?;
+            Some(GpuNtt::new(&device).expect("the NTT module loads"))
+        })
+        .as_ref()
+}
 
 /// `len` random scalars from `seed`, generated in parallel chunks.
 fn random_scalars(len: usize, seed: u64) -> Vec<Scalar> {

@@ -3,7 +3,7 @@
 //!
 //! A copy from pageable memory (`Stream::copy_to_device`) goes through a driver staging buffer:
 //! the host thread waits while its bytes are staged, and the copy engine runs at a fraction of
-//! the link's speed (6–7 GB/s measured on the H200 machine). A copy from pinned memory is queued
+//! the link's speed (docs/benchmarks.md gives the measured rates). A copy from pinned memory is queued
 //! and returns at once; the copy engine reads the host memory directly, at the link's speed.
 //!
 //! Ownership contract: a queued copy reads the host memory after the call that queued it has

@@ -1,5 +1,5 @@
-//! Batch addition on the device: launch wrappers of msm_batch_{bitmap,indices,range}_<g> and
-//! msm_sum_<g> (kernels/msm/msm.cu), and the sequence that runs them.
+//! Batch addition on the device: launch wrappers of `msm_batch_{bitmap,indices,range}_<g>` and
+//! `msm_sum_<g>` (kernels/msm/msm.cu), and the sequence that runs them.
 //!
 //! One launch sums the selected bases in segments (one XYZZ partial sum per thread, mixed
 //! additions); msm_sum then adds partial sums sixteen to a thread until at most

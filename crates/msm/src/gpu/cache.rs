@@ -3,8 +3,8 @@
 //!
 //! `cuMemAllocAsync` maps fresh pages whenever the driver's pool has released its memory, which
 //! it does at every synchronisation by default, so an MSM that allocated its workspace per call
-//! paid for mapping it each time (about 9 ms of a 137 ms G1 MSM of 2^24 points, and 12 ms more
-//! for the batch-affine scratch); pinned host memory costs more still, since the driver locks
+//! paid for mapping it each time (several percent of a G1 MSM of 2^24 points, more with the
+//! batch-affine scratch); pinned host memory costs more still, since the driver locks
 //! every page (about a second for the 8 GiB of staging at 2^27 points). Instead, a call takes
 //! its buffers from the ones the previous call left, by exact size (device buffers) or by the
 //! smallest that is large enough (staging buffers, of which only a prefix is used), and
@@ -107,6 +107,8 @@ impl<B: Held> Drop for CachedBuffer<'_, B> {
     }
 }
 
+// The device executor's buffers (exec.rs, `GpuBuf`); the emulator keeps its own.
+#[cfg(feature = "cuda")]
 impl<B: Held> CachedBuffer<'_, B> {
     pub(crate) fn get(&self) -> &B {
         self.buf.as_ref().expect("present until dropped")

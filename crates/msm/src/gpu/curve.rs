@@ -43,7 +43,7 @@ pub trait GpuCurve: MsmCurve {
     fn projective_from_xyzz(bytes: &[u8]) -> Result<Self::Projective, GpuMsmError>;
 }
 
-/// The kernels of one group (kernels/msm/msm.cu, msm_test.cu).
+/// The kernels of one group (kernels/msm/msm.cu; msm_test.cu for the test kernels and probes).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct GroupKernels {
     pub(crate) accumulate: &'static str,
@@ -53,6 +53,7 @@ pub(crate) struct GroupKernels {
     pub(crate) batch_indices: &'static str,
     pub(crate) batch_range: &'static str,
     pub(crate) sum: &'static str,
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) test: &'static str,
     pub(crate) affine_pairs: &'static str,
     pub(crate) affine_sums: &'static str,
@@ -61,6 +62,7 @@ pub(crate) struct GroupKernels {
     pub(crate) inv_top: &'static str,
     pub(crate) affine_buckets: &'static str,
     pub(crate) affine_reduce: &'static str,
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) bench_madd: &'static str,
 }
 
@@ -72,6 +74,7 @@ const G1_KERNELS: GroupKernels = GroupKernels {
     batch_indices: "msm_batch_indices_g1",
     batch_range: "msm_batch_range_g1",
     sum: "msm_sum_g1",
+    #[cfg(any(test, feature = "testing"))]
     test: "msm_test_g1",
     affine_pairs: "msm_affine_pairs_g1",
     affine_sums: "msm_affine_sums_g1",
@@ -80,6 +83,7 @@ const G1_KERNELS: GroupKernels = GroupKernels {
     inv_top: "msm_inv_top_g1",
     affine_buckets: "msm_affine_buckets_g1",
     affine_reduce: "msm_affine_reduce_g1",
+    #[cfg(any(test, feature = "testing"))]
     bench_madd: "msm_bench_madd_g1",
 };
 
@@ -91,6 +95,7 @@ const G2_KERNELS: GroupKernels = GroupKernels {
     batch_indices: "msm_batch_indices_g2",
     batch_range: "msm_batch_range_g2",
     sum: "msm_sum_g2",
+    #[cfg(any(test, feature = "testing"))]
     test: "msm_test_g2",
     affine_pairs: "msm_affine_pairs_g2",
     affine_sums: "msm_affine_sums_g2",
@@ -99,6 +104,7 @@ const G2_KERNELS: GroupKernels = GroupKernels {
     inv_top: "msm_inv_top_g2",
     affine_buckets: "msm_affine_buckets_g2",
     affine_reduce: "msm_affine_reduce_g2",
+    #[cfg(any(test, feature = "testing"))]
     bench_madd: "msm_bench_madd_g2",
 };
 
@@ -111,7 +117,7 @@ pub(crate) fn kernels_of<C: GpuCurve>() -> &'static GroupKernels {
 }
 
 /// Every kernel of the module, loaded once per device.
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[cfg(feature = "cuda")]
 pub(crate) const KERNEL_NAMES: &[&str] = &[
     "msm_digits",
     "msm_digits_bins",

@@ -477,12 +477,10 @@ mod gpu {
 }
 
 // The emulator runs the tests; nothing else uses it.
-#[cfg(feature = "emu")]
-#[cfg_attr(not(test), allow(unused_imports))]
+#[cfg(all(feature = "emu", test))]
 pub(crate) use emu::EmuExec;
 
-#[cfg(feature = "emu")]
-#[cfg_attr(not(test), allow(dead_code))]
+#[cfg(all(feature = "emu", test))]
 mod emu {
     use std::cell::{Cell, RefCell};
     use std::collections::VecDeque;
@@ -588,6 +586,13 @@ mod emu {
     /// download), the latest a device may run them. A driver that reads the side lane's results
     /// without waiting reads stale data, and one that drops a buffer queued side work still
     /// uses makes every later call fail.
+    ///
+    /// A kernel takes dynamic shared memory through `CUZK_DYNAMIC_SHARED` (kernels/msm/msm.cu),
+    /// which the emulator maps to a buffer of the launch's size, poisoned before each block. A
+    /// kernel that synchronises runs each block's threads as host threads, so such kernels (the
+    /// scan, the two-pass sort, the inversion's top) take launch shapes that stay small at the
+    /// tests' sizes: the sort's second pass a thread per 16 entries of its stage, which the tests
+    /// cut to 16 entries, its first pass blocks of 64 threads in the tests.
     #[derive(Debug, Default)]
     pub(crate) struct EmuExec {
         pub(crate) sm_count: u32,

@@ -38,12 +38,15 @@
 //! through cuzk-gpu; with the `emu` feature the same kernel sources are compiled for the host by
 //! the C++ compiler and run by a small emulator (`kernels/emu/`), so the differential tests of
 //! this module run on any machine (`cargo test -p cuzk-msm --features emu`), slowly, at small
-//! sizes. On a device they run at larger sizes too.
+//! sizes. On a device they run at larger sizes too. The test kernels and throughput probes
+//! (`testops`, `GpuMsm`'s `test_*`, `fp_mul_rate` and `mixed_add_rate`) are outside the
+//! production API, behind the `testing` feature.
+//!
+//! The plan's choices (window width, chunks, the sort's layout, the bucket sums and the
+//! reduction) are described in the `plan` module's submodules; the kernels in
+//! `kernels/msm/README.md` and beside each kernel.
 //!
 //! **Architecture invariant:** this module reaches the driver only through cuzk-gpu.
-
-// With the `emu` feature alone, nothing outside the tests calls the drivers.
-#![cfg_attr(not(feature = "cuda"), allow(dead_code, unused_imports))]
 
 mod affine;
 mod batch;
@@ -52,6 +55,7 @@ mod curve;
 mod exec;
 mod pippenger;
 mod plan;
+#[cfg(any(test, feature = "testing"))]
 pub mod testops;
 #[cfg(test)]
 mod tests;
@@ -61,7 +65,7 @@ use crate::MsmError;
 pub use curve::{DeviceElement, GpuCurve};
 pub use plan::{
     affine_scratch_for_device, balanced_window_bits, device_bytes_needed, num_windows,
-    streamed_chunk_len, Accumulation, Group, MsmPlan, SortBins, DEFAULT_AFFINE_LANES,
+    streamed_chunk_len, Accumulation, DeviceInfo, Group, MsmPlan, SortBins, DEFAULT_AFFINE_LANES,
     DEFAULT_AFFINE_SCRATCH, DEFAULT_RESIDENT_CHUNK, DEFAULT_SCATTER_REGION, DEFAULT_SORT_SHARED,
     DEFAULT_STREAMED_CHUNK, LARGEST_RESIDENT_CHUNK, LARGEST_SORT_SHARED, LARGE_CHUNK_MEMORY_SHARE,
     MAX_AFFINE_LANES,
@@ -123,7 +127,10 @@ mod device {
     use super::curve::affine_bytes;
     use super::exec::{as_bytes, GpuBuf, GpuExec, GpuKernels, PinnedSource};
     use super::pippenger::{self, Source};
-    use super::plan::{affine_scratch_for_device, POINT_BLOCK};
+    use super::plan::affine_scratch_for_device;
+    #[cfg(feature = "testing")]
+    use super::plan::POINT_BLOCK;
+    #[cfg(feature = "testing")]
     use super::testops::{self, FieldOp, PointOp};
     use super::{
         streamed_chunk_len, Accumulation, GpuCurve, GpuMsmError, Group, MsmPlan, ScalarForm,
@@ -300,15 +307,7 @@ mod device {
         /// its shared memory, the batch-affine scratch ([`affine_scratch_for_device`]) and the
         /// chunks to its memory.
         pub fn plan(&self, n: usize, group: Group) -> MsmPlan {
-            let info = self.kernels.device.info();
-            MsmPlan::for_device(
-                n,
-                group,
-                info.sm_count,
-                info.l2_bytes,
-                info.max_shared_per_block,
-                info.total_memory,
-            )
+            MsmPlan::for_device(n, group, self.kernels.device.info())
         }
 
         /// The plan [`msm`](Self::msm) uses for `n` points when bases or scalars stream from
@@ -451,7 +450,8 @@ mod device {
         /// [`msm_with_plan`](Self::msm_with_plan), also returning the time of each stage in
         /// milliseconds (CUDA events between stages, summed over chunks): `stage` is the wait
         /// for streamed inputs, `host` the host's share of the reduction and the window
-        /// combination.
+        /// combination. A profiled call runs both batch-affine lanes' work on the main stream in
+        /// issue order, so that stage times stay differences of one stream's events.
         pub fn msm_profiled<C: GpuCurve>(
             &self,
             plan: &MsmPlan,
@@ -483,9 +483,13 @@ mod device {
             let call = self.begin_call();
             super::batch::batch_add::<_, C>(&call.exec(None), &borrowed, bases.len(), selection)
         }
+    }
 
+    /// Test kernels and rate probes (feature `testing`): for the differential tests on a device
+    /// and for the benchmark's floors, not for production callers.
+    #[cfg(feature = "testing")]
+    impl GpuMsm {
         /// Runs an element-wise field test kernel (`degree` 1: Fp, 2: Fp2) over limb bytes.
-        #[doc(hidden)]
         pub fn test_field(
             &self,
             degree: usize,
@@ -498,7 +502,6 @@ mod device {
         }
 
         /// Runs an element-wise point test kernel over device-layout bytes.
-        #[doc(hidden)]
         pub fn test_point<C: GpuCurve>(
             &self,
             op: PointOp,

@@ -438,9 +438,10 @@ fn msm_sort_two_passes<E: Exec>(
         "sort blocks",
     )?;
     let threads = bins.stage_threads();
-    // Bins over the stage count their entries per bucket in the cursors first.
+    // Bins over the stage count their entries per bucket in the cursors first, and are placed
+    // by bucket after the second pass has written the offsets.
     exec.zero(&mut ws.cursor)?;
-    let big = |place: bool| {
+    let big = |pass: BigBinPass| {
         exec.launch(
             "msm_sort_big",
             grid,
@@ -452,11 +453,11 @@ fn msm_sort_two_passes<E: Exec>(
                 Arg::Buf(&scratch.offsets),
                 Arg::U32(n_bins),
                 Arg::U32(cap),
-                Arg::U32(u32::from(place)),
+                Arg::U32(pass as u32),
             ],
         )
     };
-    big(false)?;
+    big(BigBinPass::Count)?;
     let mut args = vec![
         Arg::Buf(&ws.sorted),
         Arg::Buf(&ws.counts),
@@ -474,7 +475,17 @@ fn msm_sort_two_passes<E: Exec>(
         u32_arg(bins.stage_shared_bytes(), "sort stage shared memory")?,
         &args,
     )?;
-    big(true)
+    big(BigBinPass::Place)
+}
+
+/// What a launch of `msm_sort_big` does with the bins over the second pass's stage (its
+/// argument's values).
+#[derive(Clone, Copy)]
+enum BigBinPass {
+    /// Counts their entries per bucket, before the second pass.
+    Count = 0,
+    /// Puts each entry at its bucket's next place, after the second pass.
+    Place = 1,
 }
 
 /// Adds the sorted chunk's `m` points into the buckets; `first`: the MSM's first chunk, which

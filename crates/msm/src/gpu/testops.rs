@@ -1,6 +1,6 @@
 //! Launch wrappers of kernels/msm/msm_test.cu: element-wise Fp, Fp2, G1 and G2 operations for the
-//! differential tests against blstrs, and the Fp multiplication throughput probe that gives the
-//! benchmarks their floor.
+//! differential tests against blstrs, and the throughput probes that give the benchmarks their
+//! floor (feature `testing`, or the crate's own tests).
 
 use super::curve::{kernels_of, GpuCurve};
 use super::exec::{blocks, u32_arg, Arg, Exec};
@@ -141,8 +141,8 @@ pub(crate) fn msm_test_point<E: Exec, C: GpuCurve>(
 }
 
 /// Launches msm_bench_fp_mul over `data` (two Fp elements per thread, `threads` a multiple of
-/// `block`); returns the Fp multiplications it performs.
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+/// `block`); returns the Fp multiplications it performs. Only `GpuMsm::fp_mul_rate` launches it.
+#[cfg(feature = "cuda")]
 pub(crate) fn msm_bench_fp_mul<E: Exec>(
     exec: &E,
     data: &E::Buf,
@@ -167,7 +167,6 @@ pub(crate) fn msm_bench_fp_mul<E: Exec>(
 /// Launches msm_bench_madd_<g>: `threads` (a multiple of `block`) accumulators written to
 /// `out`, each the sum of `iters` of the `n_bases` points in `bases` (a power of two of them;
 /// see the kernel for which); returns the mixed additions it performs.
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn msm_bench_madd<E: Exec, C: GpuCurve>(
     exec: &E,
     out: &E::Buf,
