@@ -12,6 +12,8 @@ use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
+mod filecoin_cmd;
+
 #[derive(Parser, Debug)]
 #[command(name = "cuzk", version, about = "cuzk: a Groth16 prover for BLS12-381")]
 struct Cli {
@@ -23,6 +25,29 @@ struct Cli {
 enum Command {
     /// Synthesise a built-in PoRep-shaped circuit, prove it, verify it and print stage timings.
     Bench(BenchArgs),
+    /// Generate a PoRep circuit's Groth16 parameters with cuzk's setup (test sector sizes),
+    /// under filecoin-proofs' file names so its verifiers load them.
+    Params(filecoin_cmd::ParamsArgs),
+    /// Prove a Filecoin proof with cuzk, verify it, and print the stage timing.
+    #[command(subcommand)]
+    Prove(ProveKind),
+}
+
+#[derive(Subcommand, Debug)]
+enum ProveKind {
+    /// PoRep C2: a C1 output in, `seal_commit_phase2`'s bytes out (default: a built-in 2 KiB
+    /// sector, its parameters generated on first use).
+    Porep(filecoin_cmd::PorepArgs),
+    /// WinningPoSt: vanilla proofs in, `generate_winning_post_with_vanilla`'s bytes out
+    /// (default: the built-in 2 KiB sector).
+    Winning(filecoin_cmd::PostArgs),
+    /// WindowPoSt, one partition: vanilla proofs in, `generate_single_window_post_with_vanilla`'s
+    /// bytes out (default: the built-in 2 KiB sector).
+    Window(filecoin_cmd::PostArgs),
+    /// SnapDeals: partition proofs and commitments in,
+    /// `generate_empty_sector_update_proof_with_vanilla`'s bytes out (default: the built-in
+    /// 2 KiB update).
+    Snap(filecoin_cmd::PostArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -57,6 +82,15 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Bench(args) => bench(&args),
+        Command::Params(args) => filecoin_cmd::params(&args),
+        Command::Prove(ProveKind::Porep(args)) => filecoin_cmd::porep(&args),
+        Command::Prove(ProveKind::Winning(args)) => {
+            filecoin_cmd::post(&args, cuzk_filecoin::post::PostKind::Winning)
+        }
+        Command::Prove(ProveKind::Snap(args)) => filecoin_cmd::snap(&args),
+        Command::Prove(ProveKind::Window(args)) => {
+            filecoin_cmd::post(&args, cuzk_filecoin::post::PostKind::Window)
+        }
     }
 }
 

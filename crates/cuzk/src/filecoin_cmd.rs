@@ -1,0 +1,334 @@
+//! `cuzk params` and `cuzk prove porep`: Filecoin's PoRep C2 from a C1 output, proven by cuzk's
+//! pipeline and checked as filecoin-proofs checks it.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use cuzk::field::Scalar;
+use cuzk::pipeline::{CpuBackend, PartitionTiming, Prover, ProverConfig};
+use cuzk_filecoin::porep::generate_params;
+use cuzk_filecoin::post::PostKind;
+use cuzk_filecoin::FilecoinProof;
+use cuzk_filecoin::{C1Output, PorepJob, RegisteredSealProof, SectorId};
+use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
+use ff::Field;
+
+/// The built-in job: a 2 KiB sector sealed by filecoin-proofs (`testdata/filecoin/`, made by
+/// `cargo run -p cuzk-filecoin --example gen_vanilla`), miner 1000, sector 1.
+const DEFAULT_C1: &[u8] = include_bytes!("../../../testdata/filecoin/porep-2KiB.c1.json");
+const DEFAULT_MINER: u64 = 1000;
+const DEFAULT_SECTOR: u64 = 1;
+
+/// The built-in PoSt jobs: the same sector's vanilla proofs (`testdata/filecoin/`).
+const DEFAULT_WINNING: &str = include_str!("../../../testdata/filecoin/winning-2KiB.json");
+const DEFAULT_WINDOW: &str = include_str!("../../../testdata/filecoin/window-2KiB.json");
+const DEFAULT_SNAP: &str = include_str!("../../../testdata/filecoin/snap-2KiB.json");
+
+/// The seed of the test parameters cuzk generates; the cache folder is named by it.
+pub const PARAMS_SEED: u64 = 0;
+
+#[derive(clap::Args, Debug)]
+pub struct ParamsArgs {
+    /// Sector size of the PoRep circuit (2KiB, 8MiB, ...).
+    #[arg(long, default_value = "2KiB")]
+    sector_size: String,
+    /// Parameter folder (filecoin-proofs' layout); default: $FIL_PROOFS_PARAMETER_CACHE, else
+    /// cuzk's cache ($CUZK_CACHE_DIR or ~/.cache/cuzk)/filecoin-params/seed-0.
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PorepArgs {
+    /// The C1 output (Curio's wrapper or the bare JSON); default: the built-in 2 KiB sector.
+    #[arg(long, value_name = "FILE")]
+    c1: Option<PathBuf>,
+    /// The miner's actor id (1000 for f01000).
+    #[arg(long)]
+    miner_id: Option<u64>,
+    /// The sector number.
+    #[arg(long)]
+    sector: Option<u64>,
+    /// filecoin-ffi's registered seal proof number, for C1 JSON that does not name one.
+    #[arg(long)]
+    registered_proof: Option<u64>,
+    /// Write the proof bytes (192 per partition) here.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Parameter folder (see `cuzk params --help`). Test sizes (2KiB, 8MiB) are generated on
+    /// first use.
+    #[arg(long)]
+    params: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PostArgs {
+    /// The job as JSON: `{"sector_size", "miner_id", "randomness" (hex), "partition_index",
+    /// "vanilla_proofs": [base64 of bincode FallbackPoStSectorProof, ...]}` (gen_vanilla's
+    /// `winning-*.json`, `window-*.json`); default: the built-in 2 KiB sector.
+    #[arg(long, value_name = "FILE")]
+    input: Option<PathBuf>,
+    /// Write the proof bytes here.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Parameter folder (see `cuzk params --help`); test sizes are generated on first use.
+    #[arg(long)]
+    params: Option<PathBuf>,
+}
+
+/// The parameter folder: the flag, filecoin-proofs' variable, or cuzk's cache.
+fn param_dir(flag: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    if let Some(dir) = flag {
+        return Ok(dir.clone());
+    }
+    if let Some(dir) = std::env::var_os("FIL_PROOFS_PARAMETER_CACHE") {
+        return Ok(PathBuf::from(dir));
+    }
+    let root = match std::env::var_os("CUZK_CACHE_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(
+            std::env::var_os("HOME").context("neither CUZK_CACHE_DIR nor HOME is set")?,
+        )
+        .join(".cache/cuzk"),
+    };
+    Ok(root.join(format!("filecoin-params/seed-{PARAMS_SEED}")))
+}
+
+pub fn params(args: &ParamsArgs) -> anyhow::Result<()> {
+    let size = cuzk_filecoin::parse_sector_size(&args.sector_size)?;
+    let dir = param_dir(&args.dir)?;
+    make_params(&dir, RegisteredSealProof::v1_1(size)?)
+}
+
+fn make_params(dir: &Path, registered: RegisteredSealProof) -> anyhow::Result<()> {
+    let files = cuzk_filecoin::porep::param_files(dir, registered)?;
+    if files.exist() {
+        println!("parameters: {} (cached)", files.params.display());
+        return Ok(());
+    }
+    println!(
+        "parameters: generating {} with cuzk's setup (seed {PARAMS_SEED}); this runs once per machine",
+        files.params.display()
+    );
+    let start = Instant::now();
+    let (_, report) = generate_params(dir, registered, PARAMS_SEED)?;
+    println!(
+        "parameters: setup {:.1} s, write {:.1} s, total {:.1} s",
+        report.setup.as_secs_f64(),
+        report.write.as_secs_f64(),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+pub fn post(args: &PostArgs, kind: PostKind) -> anyhow::Result<()> {
+    use base64::Engine as _;
+    let text = match &args.input {
+        Some(path) => {
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
+        }
+        None => match kind {
+            PostKind::Winning => DEFAULT_WINNING.to_string(),
+            PostKind::Window => DEFAULT_WINDOW.to_string(),
+        },
+    };
+    let v: serde_json::Value = serde_json::from_str(&text).context("parsing the job JSON")?;
+    let partition_index = v["partition_index"].as_u64().unwrap_or(0) as usize;
+    let sector_size = v["sector_size"].as_u64().context("sector_size")?;
+    let miner_id = v["miner_id"].as_u64().context("miner_id")?;
+    let randomness: [u8; 32] = hex::decode(v["randomness"].as_str().context("randomness")?)
+        .context("randomness is not hex")?
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("randomness must be 32 bytes"))?;
+    let vanilla_proofs = v["vanilla_proofs"]
+        .as_array()
+        .context("vanilla_proofs")?
+        .iter()
+        .map(|p| {
+            let text = p.as_str().context("a vanilla proof is not a string")?;
+            base64::engine::general_purpose::STANDARD
+                .decode(text)
+                .context("a vanilla proof is not base64")
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    println!(
+        "cuzk prove: {kind:?}PoSt {} (miner {miner_id}, partition {partition_index}), backend cpu ({} threads)",
+        cuzk_filecoin::registered::format_sector_size(sector_size),
+        rayon::current_num_threads()
+    );
+    let dir = param_dir(&args.params)?;
+    if !cuzk_filecoin::post::post_param_files(&dir, kind, sector_size)?.exist()
+        && sector_size <= 8 << 20
+    {
+        println!("parameters: generating with cuzk's setup (seed {PARAMS_SEED}); once per machine");
+        cuzk_filecoin::post::generate_post_params(&dir, kind, sector_size, PARAMS_SEED)?;
+    }
+    let job = cuzk_filecoin::post::PostJob {
+        kind,
+        partition_index,
+        sector_size,
+        randomness,
+        miner_id,
+        vanilla_proofs: &vanilla_proofs,
+    };
+    let (mut prove, timings) = pipeline_prover();
+    let start = Instant::now();
+    let proof = job.prove(&dir, &mut prove)?;
+    let timings = timings.borrow().clone();
+    report(&proof, &timings, start.elapsed(), &args.out)
+}
+
+fn hex32(v: &serde_json::Value, what: &str) -> anyhow::Result<[u8; 32]> {
+    hex::decode(v.as_str().with_context(|| format!("{what} is missing"))?)
+        .with_context(|| format!("{what} is not hex"))?
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("{what} must be 32 bytes"))
+}
+
+/// `cuzk prove snap`: the job as JSON `{"sector_size", "comm_r_old", "comm_r_new",
+/// "comm_d_new" (hex), "vanilla_proofs": [base64 of bincode PartitionProof, ...]}`
+/// (gen_vanilla's `snap-*.json`), default the built-in 2 KiB update.
+pub fn snap(args: &PostArgs) -> anyhow::Result<()> {
+    use base64::Engine as _;
+    let text = match &args.input {
+        Some(path) => {
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
+        }
+        None => DEFAULT_SNAP.to_string(),
+    };
+    let v: serde_json::Value = serde_json::from_str(&text).context("parsing the job JSON")?;
+    let sector_size = v["sector_size"].as_u64().context("sector_size")?;
+    let vanilla_proofs = v["vanilla_proofs"]
+        .as_array()
+        .context("vanilla_proofs")?
+        .iter()
+        .map(|p| {
+            let text = p.as_str().context("a vanilla proof is not a string")?;
+            base64::engine::general_purpose::STANDARD
+                .decode(text)
+                .context("a vanilla proof is not base64")
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    println!(
+        "cuzk prove: SnapDeals {}, backend cpu ({} threads)",
+        cuzk_filecoin::registered::format_sector_size(sector_size),
+        rayon::current_num_threads()
+    );
+    let dir = param_dir(&args.params)?;
+    if !cuzk_filecoin::snap::snap_param_files(&dir, sector_size)?.exist() && sector_size <= 8 << 20
+    {
+        println!("parameters: generating with cuzk's setup (seed {PARAMS_SEED}); once per machine");
+        cuzk_filecoin::snap::generate_snap_params(&dir, sector_size, PARAMS_SEED)?;
+    }
+    let job = cuzk_filecoin::snap::SnapJob {
+        sector_size,
+        comm_r_old: hex32(&v["comm_r_old"], "comm_r_old")?,
+        comm_r_new: hex32(&v["comm_r_new"], "comm_r_new")?,
+        comm_d_new: hex32(&v["comm_d_new"], "comm_d_new")?,
+        vanilla_proofs: &vanilla_proofs,
+    };
+    let (mut prove, timings) = pipeline_prover();
+    let start = Instant::now();
+    let proof = job.prove(&dir, &mut prove)?;
+    let timings = timings.borrow().clone();
+    report(&proof, &timings, start.elapsed(), &args.out)
+}
+
+/// cuzk's CPU pipeline as a [`cuzk_filecoin::PartitionProver`] with random r and s, and the
+/// stage timings it records.
+#[allow(clippy::type_complexity)]
+fn pipeline_prover() -> (
+    impl FnMut(
+        &Parameters,
+        ProvingAssignment,
+        usize,
+    ) -> Result<Proof, Box<dyn std::error::Error + Send + Sync>>,
+    std::rc::Rc<std::cell::RefCell<Vec<PartitionTiming>>>,
+) {
+    let prover = Prover::new(CpuBackend, ProverConfig::default());
+    let timings = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let recorded = timings.clone();
+    let prove = move |params: &Parameters, assignment: ProvingAssignment, k: usize| {
+        let mut rng = rand::thread_rng();
+        let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+        let (proof, timing) = prover
+            .prove_batch(params, vec![assignment], &[r], &[s], k as u64)?
+            .remove(0);
+        recorded.borrow_mut().push(timing);
+        Ok(proof)
+    };
+    (prove, timings)
+}
+
+fn report(
+    proof: &FilecoinProof,
+    timings: &[PartitionTiming],
+    total: std::time::Duration,
+    out: &Option<PathBuf>,
+) -> anyhow::Result<()> {
+    println!("load parameters: {:.3} s", proof.load_params.as_secs_f64());
+    for (k, p) in proof.partitions.iter().enumerate() {
+        println!(
+            "partition {k}: {} constraints, synthesis {:.3} s, prove {:.3} s, verify {:.3} s",
+            p.constraints,
+            p.synthesis.as_secs_f64(),
+            p.prove.as_secs_f64(),
+            p.verify.as_secs_f64()
+        );
+    }
+    crate::print_table(timings);
+    println!(
+        "proof: {} bytes ({} partition(s)), verified, {:.3} s in all",
+        proof.bytes.len(),
+        proof.partitions.len(),
+        total.as_secs_f64()
+    );
+    if let Some(out) = out {
+        std::fs::write(out, &proof.bytes).with_context(|| format!("writing {}", out.display()))?;
+        println!("wrote {}", out.display());
+    }
+    Ok(())
+}
+
+pub fn porep(args: &PorepArgs) -> anyhow::Result<()> {
+    let (bytes, miner_id, sector) = match &args.c1 {
+        Some(path) => (
+            std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
+            args.miner_id.context("--miner-id is required with --c1")?,
+            args.sector.context("--sector is required with --c1")?,
+        ),
+        None => (
+            DEFAULT_C1.to_vec(),
+            args.miner_id.unwrap_or(DEFAULT_MINER),
+            args.sector.unwrap_or(DEFAULT_SECTOR),
+        ),
+    };
+    let registered = args
+        .registered_proof
+        .map(RegisteredSealProof::from_number)
+        .transpose()?;
+    let c1 = C1Output::parse(&bytes, registered).context("parsing the C1 output")?;
+    println!(
+        "cuzk prove porep: {} (miner {miner_id}, sector {sector}), backend cpu ({} threads)",
+        c1.registered_proof,
+        rayon::current_num_threads()
+    );
+    let job = PorepJob::new(
+        &c1,
+        SectorId {
+            miner_id,
+            sector_number: sector,
+        },
+    )?;
+    let dir = param_dir(&args.params)?;
+    if !job.param_files(&dir)?.exist() && c1.registered_proof.sector_size <= 8 << 20 {
+        make_params(&dir, c1.registered_proof)?;
+    }
+
+    let (mut prove, timings) = pipeline_prover();
+    let start = Instant::now();
+    let proof = job.prove(&dir, &mut prove)?;
+    let timings = timings.borrow().clone();
+    report(&proof, &timings, start.elapsed(), &args.out)
+}

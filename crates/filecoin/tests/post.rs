@@ -1,0 +1,193 @@
+//! WinningPoSt and WindowPoSt at 2 KiB, end to end: the vanilla proofs of a real sector
+//! (filecoin-proofs' `generate_single_vanilla_proof`, in `testdata/filecoin/`), proven by cuzk,
+//! accepted by filecoin-proofs' `verify_winning_post` / `verify_window_post`, and
+//! byte-identical to bellperson's `create_proof`.
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use blstrs::Scalar;
+use cuzk_filecoin::filecoin_proofs::{self, PublicReplicaInfo, SectorShape2KiB};
+use cuzk_filecoin::post::{generate_post_params, post_circuits, post_config, PostJob, PostKind};
+use cuzk_filecoin::{FilecoinError, PartitionProver};
+use cuzk_groth16::{Parameters, ProvingAssignment};
+use cuzk_pipeline::{CpuBackend, Prover, ProverConfig};
+use ff::Field;
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+
+const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filecoin");
+
+struct Case {
+    randomness: [u8; 32],
+    comm_r: [u8; 32],
+    miner_id: u64,
+    sector_number: u64,
+    vanilla_proofs: Vec<Vec<u8>>,
+}
+
+fn hex32(v: &serde_json::Value) -> [u8; 32] {
+    let s = v.as_str().expect("hex string");
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).expect("hex");
+    }
+    out
+}
+
+fn case(kind: PostKind) -> Case {
+    let file = match kind {
+        PostKind::Winning => "winning-2KiB.json",
+        PostKind::Window => "window-2KiB.json",
+    };
+    let text = std::fs::read_to_string(Path::new(TESTDATA).join(file)).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    Case {
+        randomness: hex32(&v["randomness"]),
+        comm_r: hex32(&v["comm_r"]),
+        miner_id: v["miner_id"].as_u64().unwrap(),
+        sector_number: v["sector_number"].as_u64().unwrap(),
+        vanilla_proofs: v["vanilla_proofs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                base64::engine::general_purpose::STANDARD
+                    .decode(p.as_str().unwrap())
+                    .unwrap()
+            })
+            .collect(),
+    }
+}
+
+fn param_dir(kind: PostKind) -> PathBuf {
+    let root = std::env::var_os("CUZK_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/cuzk")))
+        .expect("CUZK_CACHE_DIR or HOME");
+    let dir = root.join("filecoin-params/seed-0");
+    generate_post_params(&dir, kind, 2048, 0).unwrap();
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
+    dir
+}
+
+fn fixed_rs(k: usize) -> (Scalar, Scalar) {
+    let mut rng = ChaCha20Rng::seed_from_u64(2000 + k as u64);
+    (Scalar::random(&mut rng), Scalar::random(&mut rng))
+}
+
+fn cuzk_prover() -> impl PartitionProver {
+    let prover = Prover::new(CpuBackend, ProverConfig::default());
+    move |params: &Parameters, a: ProvingAssignment, k: usize| {
+        let (r, s) = fixed_rs(k);
+        Ok(prover
+            .prove_batch(params, vec![a], &[r], &[s], 0)?
+            .remove(0)
+            .0)
+    }
+}
+
+fn check(kind: PostKind) {
+    let dir = param_dir(kind);
+    let case = case(kind);
+    let job = PostJob {
+        kind,
+        partition_index: 0,
+        sector_size: 2048,
+        randomness: case.randomness,
+        miner_id: case.miner_id,
+        vanilla_proofs: &case.vanilla_proofs,
+    };
+    let proof = job.prove(&dir, &mut cuzk_prover()).unwrap();
+    assert_eq!(proof.bytes.len(), 192);
+
+    let config = post_config(kind, 2048).unwrap();
+    let prover_id = cuzk_filecoin::prover_id(case.miner_id);
+    let replica = PublicReplicaInfo::new(case.comm_r).unwrap();
+    let sector = case.sector_number.into();
+    let ok = match kind {
+        PostKind::Winning => filecoin_proofs::verify_winning_post::<SectorShape2KiB>(
+            &config,
+            &case.randomness,
+            &[(sector, replica)],
+            prover_id,
+            &proof.bytes,
+        ),
+        PostKind::Window => filecoin_proofs::verify_window_post::<SectorShape2KiB>(
+            &config,
+            &case.randomness,
+            &[(sector, replica)].into_iter().collect(),
+            prover_id,
+            &proof.bytes,
+        ),
+    }
+    .unwrap();
+    assert!(ok, "filecoin-proofs rejects cuzk's {kind:?} proof");
+
+    // bellperson, same circuit, parameters, r and s.
+    let files = cuzk_filecoin::post::post_param_files(&dir, kind, 2048).unwrap();
+    let bp_params = bellperson::groth16::Parameters::<blstrs::Bls12>::read(
+        std::io::BufReader::new(std::fs::File::open(&files.params).unwrap()),
+        false,
+    )
+    .unwrap();
+    for (k, (circuit, _)) in post_circuits::<SectorShape2KiB>(&job)
+        .unwrap()
+        .into_iter()
+        .enumerate()
+    {
+        let (r, s) = fixed_rs(k);
+        let bp = bellperson::groth16::create_proof(circuit, &bp_params, r, s).unwrap();
+        let mut bytes = Vec::new();
+        bp.write(&mut bytes).unwrap();
+        assert_eq!(
+            bytes[..],
+            proof.bytes[192 * k..192 * (k + 1)],
+            "partition {k}"
+        );
+    }
+}
+
+#[test]
+fn winning_post_2kib_verifies_with_filecoin_proofs_and_matches_bellperson() {
+    check(PostKind::Winning);
+}
+
+#[test]
+fn window_post_2kib_verifies_with_filecoin_proofs_and_matches_bellperson() {
+    check(PostKind::Window);
+}
+
+#[test]
+fn winning_post_bad_input() {
+    let case = case(PostKind::Winning);
+    let dir = tempfile::tempdir().unwrap();
+    let never = |_: &Parameters,
+                 _: ProvingAssignment,
+                 _: usize|
+     -> Result<cuzk_groth16::Proof, Box<dyn std::error::Error + Send + Sync>> {
+        panic!("bad input reached the prover")
+    };
+    let mut never = never;
+    let truncated = vec![case.vanilla_proofs[0][..100].to_vec()];
+    let job = PostJob {
+        kind: PostKind::Winning,
+        partition_index: 0,
+        sector_size: 2048,
+        randomness: case.randomness,
+        miner_id: case.miner_id,
+        vanilla_proofs: &truncated,
+    };
+    assert!(matches!(
+        job.prove(dir.path(), &mut never),
+        Err(FilecoinError::InvalidInput(_))
+    ));
+    let job = PostJob {
+        sector_size: 4096,
+        ..job
+    };
+    assert!(matches!(
+        job.prove(dir.path(), &mut never),
+        Err(FilecoinError::UnknownSectorSize(4096))
+    ));
+}
