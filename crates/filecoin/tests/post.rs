@@ -1,7 +1,8 @@
 //! WinningPoSt and WindowPoSt at 2 KiB, end to end: the vanilla proofs of a real sector
 //! (filecoin-proofs' `generate_single_vanilla_proof`, in `testdata/filecoin/`), proven by cuzk,
 //! accepted by filecoin-proofs' `verify_winning_post` / `verify_window_post`, and
-//! byte-identical to bellperson's `create_proof`.
+//! byte-identical to bellperson's `create_proof`; and their circuits through a pre-compiled
+//! circuit (cuzk-pce), which must give full synthesis's assignment.
 
 use std::path::{Path, PathBuf};
 
@@ -190,4 +191,29 @@ fn winning_post_bad_input() {
         job.prove(dir.path(), &mut never),
         Err(FilecoinError::UnknownSectorSize(4096))
     ));
+}
+
+/// cuzk-pce on Filecoin's own circuits: recorded from a PoSt partition's circuit and read back
+/// from its file bytes, the pre-compiled circuit gives the assignment full synthesis gives
+/// (values, evaluations and densities), so a proof through it has the same bytes.
+#[test]
+fn pre_compiled_post_circuits_give_full_synthesis_assignment() {
+    for kind in [PostKind::Winning, PostKind::Window] {
+        let case = case(kind);
+        let job = PostJob {
+            kind,
+            partition_index: 0,
+            sector_size: 2048,
+            randomness: case.randomness,
+            miner_id: case.miner_id,
+            vanilla_proofs: &case.vanilla_proofs,
+        };
+        for (circuit, _) in post_circuits::<SectorShape2KiB>(&job).unwrap() {
+            let full = cuzk_groth16::synthesize(circuit.clone()).unwrap();
+            let recording = cuzk_pce::record(circuit.clone()).unwrap();
+            let bytes = cuzk_pce::to_bytes(&recording).unwrap();
+            let compiled = cuzk_pce::PreCompiled::from_bytes(&bytes).unwrap();
+            assert_eq!(compiled.synthesize(circuit).unwrap(), full, "{kind:?}");
+        }
+    }
 }
