@@ -10,19 +10,17 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use blstrs::Scalar;
 use cuzk_filecoin::filecoin_proofs::{self, SectorShape2KiB};
 use cuzk_filecoin::porep::{generate_params, partition_circuits};
-use cuzk_filecoin::{
-    C1Output, FilecoinError, PartitionProver, PorepJob, RegisteredSealProof, SectorId,
-};
+use cuzk_filecoin::{C1Output, FilecoinError, PorepJob, RegisteredSealProof, SectorId};
 use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
-use cuzk_pipeline::{CpuBackend, Prover, ProverConfig};
-use ff::Field;
-use rand_chacha::ChaCha20Rng;
-use rand_core::SeedableRng;
 
-const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filecoin");
+mod common;
+
+use common::{hex32, TESTDATA};
+
+/// The seed of this file's r and s.
+const SEED: u64 = 1000;
 const SECTOR: SectorId = SectorId {
     miner_id: 1000,
     sector_number: 1,
@@ -42,44 +40,12 @@ fn meta() -> serde_json::Value {
 fn param_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let root = std::env::var_os("CUZK_CACHE_DIR")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/cuzk")))
-            .expect("CUZK_CACHE_DIR or HOME");
-        let dir = root.join("filecoin-params/seed-0");
+        let dir = common::params_dir();
         let (files, report) =
             generate_params(&dir, RegisteredSealProof::STACKED_DRG_2KIB_V1_1, 0).expect("params");
         eprintln!("parameters {} ({report:?})", files.params.display());
-        // filecoin-proofs reads its folder from the environment, once.
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
         dir
     })
-}
-
-/// cuzk's pipeline with r, s fixed by the partition index.
-fn cuzk_prover() -> impl PartitionProver {
-    let prover = Prover::new(CpuBackend, ProverConfig::default());
-    move |params: &Parameters, a: ProvingAssignment, k: usize| {
-        let (r, s) = fixed_rs(k);
-        Ok(prover
-            .prove_batch(params, vec![a], &[r], &[s], 0)?
-            .remove(0)
-            .0)
-    }
-}
-
-fn fixed_rs(k: usize) -> (Scalar, Scalar) {
-    let mut rng = ChaCha20Rng::seed_from_u64(1000 + k as u64);
-    (Scalar::random(&mut rng), Scalar::random(&mut rng))
-}
-
-fn hex32(v: &serde_json::Value) -> [u8; 32] {
-    let s = v.as_str().expect("hex string");
-    let mut out = [0u8; 32];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).expect("hex");
-    }
-    out
 }
 
 #[test]
@@ -87,7 +53,7 @@ fn porep_2kib_verifies_with_filecoin_proofs_and_matches_bellperson() {
     let dir = param_dir();
     let c1 = C1Output::parse(&c1_bytes(), None).unwrap();
     let job = PorepJob::new(&c1, SECTOR).unwrap();
-    let proof = job.prove(dir, &mut cuzk_prover()).unwrap();
+    let proof = job.prove(dir, &mut common::cuzk_prover(SEED)).unwrap();
     assert_eq!(proof.bytes.len(), 192);
 
     // filecoin-proofs' own verifier, with the parameters' .vk from the cache folder.
@@ -108,26 +74,13 @@ fn porep_2kib_verifies_with_filecoin_proofs_and_matches_bellperson() {
 
     // bellperson on the same circuit, parameters, r and s.
     let files = job.param_files(dir).unwrap();
-    let bp_params = bellperson::groth16::Parameters::<blstrs::Bls12>::read(
-        std::io::BufReader::new(std::fs::File::open(&files.params).unwrap()),
-        false,
-    )
-    .unwrap();
-    for (k, (circuit, _inputs)) in partition_circuits::<SectorShape2KiB>(&job)
-        .unwrap()
-        .into_iter()
-        .enumerate()
-    {
-        let (r, s) = fixed_rs(k);
-        let bp = bellperson::groth16::create_proof(circuit, &bp_params, r, s).unwrap();
-        let mut bytes = Vec::new();
-        bp.write(&mut bytes).unwrap();
-        assert_eq!(
-            bytes[..],
-            proof.bytes[192 * k..192 * (k + 1)],
-            "partition {k}"
-        );
-    }
+    let circuits = partition_circuits::<SectorShape2KiB>(&job).unwrap();
+    common::assert_bellperson_bytes(
+        &files.params,
+        circuits.into_iter().map(|(circuit, _)| circuit),
+        SEED,
+        &proof.bytes,
+    );
 }
 
 #[test]

@@ -7,17 +7,17 @@
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
-use blstrs::Scalar;
 use cuzk_filecoin::filecoin_proofs::{self, PublicReplicaInfo, SectorShape2KiB};
 use cuzk_filecoin::post::{generate_post_params, post_circuits, post_config, PostJob, PostKind};
-use cuzk_filecoin::{FilecoinError, PartitionProver};
+use cuzk_filecoin::FilecoinError;
 use cuzk_groth16::{Parameters, ProvingAssignment};
-use cuzk_pipeline::{CpuBackend, Prover, ProverConfig};
-use ff::Field;
-use rand_chacha::ChaCha20Rng;
-use rand_core::SeedableRng;
 
-const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filecoin");
+mod common;
+
+use common::{hex32, TESTDATA};
+
+/// The seed of this file's r and s.
+const SEED: u64 = 2000;
 
 struct Case {
     randomness: [u8; 32],
@@ -25,15 +25,6 @@ struct Case {
     miner_id: u64,
     sector_number: u64,
     vanilla_proofs: Vec<Vec<u8>>,
-}
-
-fn hex32(v: &serde_json::Value) -> [u8; 32] {
-    let s = v.as_str().expect("hex string");
-    let mut out = [0u8; 32];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).expect("hex");
-    }
-    out
 }
 
 fn case(kind: PostKind) -> Case {
@@ -62,30 +53,9 @@ fn case(kind: PostKind) -> Case {
 }
 
 fn param_dir(kind: PostKind) -> PathBuf {
-    let root = std::env::var_os("CUZK_CACHE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/cuzk")))
-        .expect("CUZK_CACHE_DIR or HOME");
-    let dir = root.join("filecoin-params/seed-0");
+    let dir = common::params_dir();
     generate_post_params(&dir, kind, 2048, 0).unwrap();
-    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
     dir
-}
-
-fn fixed_rs(k: usize) -> (Scalar, Scalar) {
-    let mut rng = ChaCha20Rng::seed_from_u64(2000 + k as u64);
-    (Scalar::random(&mut rng), Scalar::random(&mut rng))
-}
-
-fn cuzk_prover() -> impl PartitionProver {
-    let prover = Prover::new(CpuBackend, ProverConfig::default());
-    move |params: &Parameters, a: ProvingAssignment, k: usize| {
-        let (r, s) = fixed_rs(k);
-        Ok(prover
-            .prove_batch(params, vec![a], &[r], &[s], 0)?
-            .remove(0)
-            .0)
-    }
 }
 
 fn check(kind: PostKind) {
@@ -99,7 +69,7 @@ fn check(kind: PostKind) {
         miner_id: case.miner_id,
         vanilla_proofs: &case.vanilla_proofs,
     };
-    let proof = job.prove(&dir, &mut cuzk_prover()).unwrap();
+    let proof = job.prove(&dir, &mut common::cuzk_prover(SEED)).unwrap();
     assert_eq!(proof.bytes.len(), 192);
 
     let config = post_config(kind, 2048).unwrap();
@@ -127,26 +97,13 @@ fn check(kind: PostKind) {
 
     // bellperson, same circuit, parameters, r and s.
     let files = cuzk_filecoin::post::post_param_files(&dir, kind, 2048).unwrap();
-    let bp_params = bellperson::groth16::Parameters::<blstrs::Bls12>::read(
-        std::io::BufReader::new(std::fs::File::open(&files.params).unwrap()),
-        false,
-    )
-    .unwrap();
-    for (k, (circuit, _)) in post_circuits::<SectorShape2KiB>(&job)
-        .unwrap()
-        .into_iter()
-        .enumerate()
-    {
-        let (r, s) = fixed_rs(k);
-        let bp = bellperson::groth16::create_proof(circuit, &bp_params, r, s).unwrap();
-        let mut bytes = Vec::new();
-        bp.write(&mut bytes).unwrap();
-        assert_eq!(
-            bytes[..],
-            proof.bytes[192 * k..192 * (k + 1)],
-            "partition {k}"
-        );
-    }
+    let circuits = post_circuits::<SectorShape2KiB>(&job).unwrap();
+    common::assert_bellperson_bytes(
+        &files.params,
+        circuits.into_iter().map(|(circuit, _)| circuit),
+        SEED,
+        &proof.bytes,
+    );
 }
 
 #[test]
