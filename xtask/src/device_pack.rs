@@ -54,13 +54,14 @@ if [ "${MSM_ARGS:-}" != skip ]; then
     "$bin/bench_msm" --out "$out/bench-msm.json" ${MSM_ARGS:-} 2>&1 | tee -a "$out/bench-msm.log" || status=1
 fi
 # The prover end to end: `cuzk bench` on the GPU for each log2 size in $PROVE_SIZES, and on the
-# CPU beside it up to $PROVE_CPU_MAX (default 20).
+# CPU beside it up to $PROVE_CPU_MAX (default 20), with $PROVE_ARGS added (e.g. --timing-params).
 for n in ${PROVE_SIZES:-}; do
     for backend in gpu cpu; do
         if [ "$backend" = cpu ] && [ "$n" -gt "${PROVE_CPU_MAX:-20}" ]; then continue; fi
         echo "== cuzk bench --backend $backend --log-size $n" | tee -a "$out/prove.log"
+        # shellcheck disable=SC2086
         "$bin/cuzk" bench --backend "$backend" --log-size "$n" --partitions "${PROVE_PARTITIONS:-2}" \
-            2>&1 | tee -a "$out/prove.log" || status=1
+            ${PROVE_ARGS:-} 2>&1 | tee -a "$out/prove.log" || status=1
     done
 done
 grep -E "^test result|FAILED|panicked" "$out/tests.log" || true

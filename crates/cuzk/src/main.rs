@@ -81,6 +81,11 @@ struct BenchArgs {
     /// $XDG_CACHE_HOME/cuzk/pce or ~/.cache/cuzk/pce].
     #[arg(long, value_name = "DIR", requires = "pce")]
     pce_dir: Option<std::path::PathBuf>,
+    /// Prove with parameters for timing only: valid points of the circuit's counts, made in
+    /// seconds instead of a setup's minutes or hours (`cuzk_groth16::timing_parameters`). The
+    /// stage times are a real proof's; the proofs do not verify, so verification is skipped.
+    #[arg(long)]
+    timing_params: bool,
     /// Where the heavy stages run: `cpu`; `gpu` (an error without a usable GPU); `auto`, the
     /// GPU when one is usable (a build with the `cuda` feature and a device), else the CPU.
     #[arg(long, value_enum, default_value_t = backend::Choice::Auto)]
@@ -133,12 +138,19 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         .map(|i| PorepShaped::new(args.log_size, args.seed + i as u64))
         .collect();
 
-    let start = Instant::now();
-    let params = generate_random_parameters(circuits[0].clone(), &mut rng).context("setup")?;
-    println!(
-        "setup (test parameters): {:.3} s",
-        start.elapsed().as_secs_f64()
-    );
+    // A real setup before synthesis (it consumes the circuit); timing parameters after it, from
+    // the first assignment's counts.
+    let setup = if args.timing_params {
+        None
+    } else {
+        let start = Instant::now();
+        let params = generate_random_parameters(circuits[0].clone(), &mut rng).context("setup")?;
+        println!(
+            "setup (test parameters): {:.3} s",
+            start.elapsed().as_secs_f64()
+        );
+        Some(params)
+    };
 
     let inputs: Vec<Vec<Scalar>> = circuits.iter().map(|c| c.public_inputs()).collect();
     let r: Vec<Scalar> = (0..partitions).map(|_| Scalar::random(&mut rng)).collect();
@@ -170,6 +182,21 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         assignments[0].num_constraints(),
         assignments[0].aux.len()
     );
+
+    let params = match setup {
+        Some(params) => params,
+        None => {
+            let start = Instant::now();
+            let params =
+                cuzk_groth16::timing_parameters(&assignments[0]).context("timing parameters")?;
+            println!(
+                "parameters for timing only (multiples of the generators; the proofs will not \
+                 verify): {:.3} s",
+                start.elapsed().as_secs_f64()
+            );
+            params
+        }
+    };
 
     // The pre-compiled path has already checked a·b = c for every constraint.
     let config = ProverConfig {
@@ -208,6 +235,10 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         println!("waterfall: {}", path.display());
     }
 
+    if args.timing_params {
+        println!("verify: skipped (parameters for timing only)");
+        return Ok(());
+    }
     let pvk = prepare_verifying_key(&params.vk);
     let proofs: Vec<_> = results.iter().map(|(p, _)| p).collect();
     let start = Instant::now();

@@ -3,7 +3,9 @@
 //! [`GpuBackend`] runs cuzk-ntt's and cuzk-msm's kernels on one device, every call on the MSM's
 //! stream, so consecutive operations are ordered without waiting on the host:
 //!
-//! - `ntt_h`: `a`, `b`, `c` go up once, into one buffer of three vectors; the inverse NTTs and
+//! - `ntt_h`: `a`, `b`, `c` go up once, into one buffer of three vectors, through two pinned
+//!   staging buffers (the host fills one while the device copies the other: pageable memory goes
+//!   up at a tenth of the link's speed); the inverse NTTs and
 //!   the coset NTTs run on the three at once, `ntt_h_pointwise` writes `(a·b − c)/Z` into the
 //!   `h` buffer, the coset inverse NTT runs on it, and `h` stays on the device: `msm_h` reads it
 //!   where the NTT left it. Nothing returns to the host between the two stages.
@@ -26,7 +28,7 @@ use std::sync::{Arc, Mutex};
 
 use cuzk_field::layout::{scalars_as_limbs, FrLimbs, G1AffineLimbs, G2AffineLimbs};
 use cuzk_field::{Domain, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk_gpu::{Device, DeviceBuffer, GpuError};
+use cuzk_gpu::{Device, DeviceBuffer, GpuError, PinnedBuffer, Stream};
 use cuzk_groth16::Parameters;
 use cuzk_msm::gpu::{Bases, GpuCurve, GpuMsm, GpuMsmError, ScalarForm, Scalars};
 use cuzk_msm::{Selection, G1, G2};
@@ -116,6 +118,9 @@ struct Resident {
     bytes: u64,
 }
 
+/// Bytes of each pinned staging buffer of the uploads of a, b, c.
+const STAGE_BYTES: usize = 32 << 20;
+
 /// The heavy stages on one CUDA device.
 pub struct GpuBackend {
     name: String,
@@ -123,6 +128,8 @@ pub struct GpuBackend {
     ntt: GpuNtt,
     budget: u64,
     resident: Mutex<Vec<Arc<Resident>>>,
+    /// Two pinned buffers that uploads from pageable memory alternate between, made on first use.
+    staging: Mutex<Vec<PinnedBuffer<FrLimbs>>>,
 }
 
 impl std::fmt::Debug for GpuBackend {
@@ -159,6 +166,7 @@ impl GpuBackend {
             ntt,
             budget,
             resident: Mutex::new(Vec::new()),
+            staging: Mutex::new(Vec::new()),
         })
     }
 
@@ -267,6 +275,46 @@ impl GpuBackend {
             .find_map(|r| r.g2.iter().position(|q| q.is(host)).map(|i| (r.clone(), i)))
     }
 
+    /// Copies `host` into `dst` from element `offset` on `stream` through the pinned staging
+    /// buffers: the host fills one (on rayon's threads) while the device copies the other.
+    fn upload_staged(
+        &self,
+        stream: &Stream,
+        host: &[FrLimbs],
+        dst: &mut DeviceBuffer<FrLimbs>,
+        offset: usize,
+    ) -> Result<(), GpuBackendError> {
+        use rayon::prelude::*;
+        let per_chunk = STAGE_BYTES / std::mem::size_of::<FrLimbs>();
+        let mut staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
+        while staging.len() < 2 {
+            let buf = self
+                .gpu()
+                .alloc_pinned::<FrLimbs>(per_chunk)
+                .map_err(GpuBackendError::gpu("allocating pinned staging memory"))?;
+            staging.push(buf);
+        }
+        for (k, chunk) in host.chunks(per_chunk).enumerate() {
+            let buf = &mut staging[k % 2];
+            // Waits for the copy that last read this buffer, two chunks ago.
+            let slot = buf
+                .as_mut_slice()
+                .map_err(GpuBackendError::gpu("reusing pinned staging memory"))?;
+            slot[..chunk.len()]
+                .par_chunks_mut(1 << 15)
+                .zip(chunk.par_chunks(1 << 15))
+                .for_each(|(d, s)| d.copy_from_slice(s));
+            let src = buf
+                .bytes()
+                .range(0..std::mem::size_of_val(chunk))
+                .map_err(GpuBackendError::gpu("staging a, b, c"))?;
+            stream
+                .copy_pinned_to_device(src, dst, offset + k * per_chunk)
+                .map_err(GpuBackendError::gpu("uploading a, b, c"))?;
+        }
+        Ok(())
+    }
+
     /// `Σ scalars[i]·bases[i]` on the device, bases resident or streamed.
     fn msm<C: GpuCurve>(
         &self,
@@ -315,9 +363,7 @@ impl Backend for GpuBackend {
             .map_err(GpuBackendError::gpu("allocating a, b, c"))
             .map_err(&err)?;
         for (i, v) in [a, b, c].into_iter().enumerate() {
-            stream
-                .copy_to_device_at(scalars_as_limbs(&v), &mut abc, i * n)
-                .map_err(GpuBackendError::gpu("uploading a, b, c"))
+            self.upload_staged(stream, scalars_as_limbs(&v), &mut abc, i * n)
                 .map_err(&err)?;
         }
         // Evaluations → coefficients (bit-reversed), then → evaluations on the coset (natural):

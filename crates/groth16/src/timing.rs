@@ -1,0 +1,125 @@
+//! Parameters for timing only: valid points of the right counts for a circuit, made in seconds
+//! where a real setup of a 2^27 circuit takes hours. No proof made with them verifies.
+//!
+//! The provers' work depends on the counts of points and on the scalars, not on which points
+//! they are, so these measure the prover exactly (`cuzk bench --timing-params`). The points are
+//! small multiples of the generators (`k·G` for k = 1, 2, ...): on the curve, in the subgroup,
+//! never the identity.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use cuzk_field::{Domain, G1Projective, G2Affine, G2Projective, Scalar};
+use group::{Curve, Group};
+use rayon::prelude::*;
+
+use crate::{Groth16Error, Parameters, ProvingAssignment, VerifyingKey};
+
+/// Points per parallel chunk.
+const CHUNK: usize = 1 << 16;
+
+/// `k·G` for k in `first..first + len`, made by additions in parallel chunks.
+fn multiples<P: Curve + Group<Scalar = Scalar> + Send + Sync>(
+    first: u64,
+    len: usize,
+) -> Vec<P::AffineRepr>
+where
+    P::AffineRepr: Default + Copy + Send + Sync,
+{
+    let mut out = vec![P::AffineRepr::default(); len];
+    out.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(i, chunk)| {
+            let g = P::generator();
+            let mut acc = g * Scalar::from(first + (i * CHUNK) as u64);
+            let projective: Vec<P> = (0..chunk.len())
+                .map(|_| {
+                    let p = acc;
+                    acc += g;
+                    p
+                })
+                .collect();
+            P::batch_normalize(&projective, chunk);
+        });
+    out
+}
+
+/// Timing-only parameters for circuits shaped like `assignment` (its constraints, variables and
+/// densities decide every count).
+pub fn timing_parameters(assignment: &ProvingAssignment) -> Result<Parameters, Groth16Error> {
+    let domain = Domain::for_size(assignment.num_constraints()).map_err(|_| {
+        Groth16Error::DomainTooLarge {
+            log_n: assignment
+                .num_constraints()
+                .next_power_of_two()
+                .trailing_zeros(),
+        }
+    })?;
+    let h_len = domain.n() - 1;
+    let l_len = assignment.aux.len();
+    let a_len = assignment.input.len() + assignment.a_aux_density.count_ones();
+    let b_len = assignment.b_input_density.count_ones() + assignment.b_aux_density.count_ones();
+    let g1 = |first: u64, len: usize| multiples::<G1Projective>(first, len);
+    let g1_one = |k: u64| (G1Projective::generator() * Scalar::from(k)).to_affine();
+    let g2_one = |k: u64| (G2Projective::generator() * Scalar::from(k)).to_affine();
+    let vk = VerifyingKey {
+        alpha_g1: g1_one(2),
+        beta_g1: g1_one(3),
+        beta_g2: g2_one(3),
+        gamma_g2: g2_one(5),
+        delta_g1: g1_one(7),
+        delta_g2: g2_one(7),
+        ic: g1(11, assignment.input.len()),
+        _engine: PhantomData,
+    };
+    Ok(Parameters {
+        vk,
+        h: Arc::new(g1(1, h_len)),
+        l: Arc::new(g1(1 << 40, l_len)),
+        a: Arc::new(g1(2 << 40, a_len)),
+        b_g1: Arc::new(g1(3 << 40, b_len)),
+        b_g2: Arc::new(multiples::<G2Projective>(1, b_len) as Vec<G2Affine>),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthesize;
+    use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+
+    struct Square;
+
+    impl Circuit<Scalar> for Square {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), SynthesisError> {
+            let x = cs.alloc(|| "x", || Ok(Scalar::from(3u64)))?;
+            let y = cs.alloc_input(|| "y", || Ok(Scalar::from(9u64)))?;
+            cs.enforce(|| "x*x = y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn counts_follow_the_circuit_and_points_are_multiples_of_g() {
+        let asg = synthesize(Square).unwrap();
+        let p = timing_parameters(&asg).unwrap();
+        let n = Domain::for_size(asg.num_constraints()).unwrap().n();
+        assert_eq!(p.h.len(), n - 1);
+        assert_eq!(p.l.len(), asg.aux.len());
+        assert_eq!(p.vk.ic.len(), asg.input.len());
+        let big: Vec<cuzk_field::G1Affine> = multiples::<G1Projective>(5, 3 * CHUNK + 7);
+        for (i, k) in [
+            (0usize, 5u64),
+            (CHUNK, 5 + CHUNK as u64),
+            (3 * CHUNK + 6, 5 + 3 * CHUNK as u64 + 6),
+        ] {
+            assert_eq!(
+                big[i],
+                (G1Projective::generator() * Scalar::from(k)).to_affine()
+            );
+        }
+    }
+}
