@@ -12,6 +12,7 @@ use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
+mod daemon_cmd;
 mod filecoin_cmd;
 
 #[derive(Parser, Debug)]
@@ -31,6 +32,10 @@ enum Command {
     /// Prove a Filecoin proof with cuzk, verify it, and print the stage timing.
     #[command(subcommand)]
     Prove(ProveKind),
+    /// Run the proving daemon: the cuzk.v1 gRPC service (docs/config.md).
+    Daemon(daemon_cmd::DaemonArgs),
+    /// Talk to a running daemon.
+    Client(daemon_cmd::ClientArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -83,6 +88,8 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Bench(args) => bench(&args),
         Command::Params(args) => filecoin_cmd::params(&args),
+        Command::Daemon(args) => daemon_cmd::daemon(&args),
+        Command::Client(args) => daemon_cmd::client(&args),
         Command::Prove(ProveKind::Porep(args)) => filecoin_cmd::porep(&args),
         Command::Prove(ProveKind::Winning(args)) => {
             filecoin_cmd::post(&args, cuzk_filecoin::post::PostKind::Winning)

@@ -30,6 +30,9 @@ pub mod synthetic;
 
 use std::path::PathBuf;
 
+/// cuzk-telemetry, re-exported so the daemon records the engine's spans without naming it.
+pub use cuzk_telemetry as telemetry;
+
 pub use backend::{CpuProofBackend, ProofBackend};
 pub use engine::{Engine, EngineConfig, EngineStatus, KindQueue, WorkerStatus};
 pub use job::{JobOutcome, JobRequest, JobState, JobTimings, Priority, ProofKind, Submitted};
