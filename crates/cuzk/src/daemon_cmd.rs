@@ -116,6 +116,9 @@ struct JobArgs {
     /// Synthetic: the seed of its values.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Synthetic: the number of partitions.
+    #[arg(long, default_value_t = 1)]
+    partitions: u32,
     /// PoRep: the C1 output file.
     #[arg(long, value_name = "FILE")]
     c1: Option<PathBuf>,
@@ -154,7 +157,7 @@ impl JobArgs {
             }
         };
         let mut r = match self.kind.as_str() {
-            "synthetic" => rq::synthetic_request(self.log_size, self.seed),
+            "synthetic" => rq::synthetic_request(self.log_size, self.seed, self.partitions),
             "porep" => match &self.c1 {
                 Some(path) => rq::porep_request(
                     std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,

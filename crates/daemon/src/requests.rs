@@ -105,11 +105,15 @@ pub fn porep_request(
     }
 }
 
-/// A synthetic request: 2^`log_size` constraints, `x` from `seed`.
-pub fn synthetic_request(log_size: u32, seed: u64) -> SubmitProofRequest {
+/// A synthetic request: 2^`log_size` constraints, `partitions` partitions, partition `k`'s
+/// `x` from `seed + k`.
+pub fn synthetic_request(log_size: u32, seed: u64, partitions: u32) -> SubmitProofRequest {
     SubmitProofRequest {
         proof_kind: ProofKind::Synthetic as i32,
-        vanilla_proof: format!("{{\"log_size\":{log_size},\"seed\":{seed}}}").into_bytes(),
+        vanilla_proof: format!(
+            "{{\"log_size\":{log_size},\"seed\":{seed},\"partitions\":{partitions}}}"
+        )
+        .into_bytes(),
         ..Default::default()
     }
 }

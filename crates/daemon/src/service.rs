@@ -96,6 +96,8 @@ fn await_response(o: JobOutcome) -> proto::AwaitProofResponse {
         synthesis_ms: ms(o.timings.synthesis),
         gpu_compute_ms: ms(o.timings.proving),
         total_ms: ms(o.timings.total),
+        started_unix_ms: o.started_ms,
+        finished_unix_ms: o.finished_ms,
     }
 }
 

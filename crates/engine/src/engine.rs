@@ -56,6 +56,8 @@ struct Job {
     proof: Vec<u8>,
     error: String,
     timings: JobTimings,
+    started_ms: u64,
+    finished_ms: u64,
     ended: Option<Instant>,
 }
 
@@ -198,6 +200,8 @@ impl Engine {
                 proof: row.proof,
                 error: row.error,
                 timings: row.timings,
+                started_ms: row.started_ms,
+                finished_ms: row.finished_ms,
                 ended: row.state.is_terminal().then(Instant::now),
             };
             if !job.state.is_terminal() {
@@ -205,7 +209,15 @@ impl Engine {
                     job.state = JobState::Failed;
                     job.error = EngineError::TooManyAttempts(job.attempts).to_string();
                     job.ended = Some(Instant::now());
-                    journal.finish(&row.job_id, job.state, &[], &job.error, &job.timings)?;
+                    job.finished_ms = now_ms();
+                    journal.finish(
+                        &row.job_id,
+                        job.state,
+                        &[],
+                        &job.error,
+                        &job.timings,
+                        job.finished_ms,
+                    )?;
                 } else {
                     job.state = JobState::Pending;
                     journal.mark_pending(&row.job_id)?;
@@ -335,6 +347,8 @@ impl Engine {
                 proof: Vec::new(),
                 error: String::new(),
                 timings: JobTimings::default(),
+                started_ms: 0,
+                finished_ms: 0,
                 ended: None,
             },
         );
@@ -374,6 +388,8 @@ impl Engine {
                     proof: job.proof.clone(),
                     error: job.error.clone(),
                     timings: job.timings,
+                    started_ms: job.started_ms,
+                    finished_ms: job.finished_ms,
                 });
             }
             // Waking at least once a second keeps a shutdown from leaving waiters behind.
@@ -410,13 +426,20 @@ impl Engine {
                 job.state = JobState::Cancelled;
                 job.error = EngineError::Cancelled.to_string();
                 job.ended = Some(Instant::now());
+                job.finished_ms = now_ms();
+                let finished_ms = job.finished_ms;
                 job.timings.total =
                     Duration::from_millis(now_ms().saturating_sub(job.submitted_ms));
                 let (kind, timings, error) = (job.request.kind, job.timings, job.error.clone());
                 state.metrics.record(kind, None, &timings);
-                shared
-                    .journal()
-                    .finish(job_id, JobState::Cancelled, &[], &error, &timings)?;
+                shared.journal().finish(
+                    job_id,
+                    JobState::Cancelled,
+                    &[],
+                    &error,
+                    &timings,
+                    finished_ms,
+                )?;
                 drop(state);
                 shared.spool.remove(job_id);
                 shared.ended.notify_all();
@@ -628,7 +651,10 @@ fn worker_loop(shared: &Shared, index: usize, backend: &dyn ProofBackend) {
             }
         };
         let started_ms = now_ms();
-        if let Err(e) = shared.journal().mark_running(&job_id) {
+        if let Some(job) = shared.state().jobs.get_mut(&job_id) {
+            job.started_ms = started_ms;
+        }
+        if let Err(e) = shared.journal().mark_running(&job_id, started_ms) {
             tracing::error!(job = %job_id, error = %e, "journal: marking a job running");
         }
         tracing::info!(job = %job_id, kind = %request.kind, worker = index, "job started");
@@ -697,7 +723,7 @@ fn finish(
     } else {
         shared
             .journal()
-            .finish(job_id, state_after, &proof, &error, &timings)
+            .finish(job_id, state_after, &proof, &error, &timings, end_ms)
     };
     if let Err(e) = journaled {
         tracing::error!(job = %job_id, error = %e, "journal: recording a job's end");
@@ -721,6 +747,9 @@ fn finish(
         job.error = error;
         job.timings = timings;
         job.ended = state_after.is_terminal().then(Instant::now);
+        if state_after.is_terminal() {
+            job.finished_ms = end_ms;
+        }
     }
     if state_after.is_terminal() {
         let ok = match state_after {

@@ -172,7 +172,8 @@ impl JobRequest {
         }
     }
 
-    /// A synthetic job: the built-in circuit of 2^`log_size` constraints, values from `seed`.
+    /// A synthetic job: the built-in circuit of 2^`log_size` constraints, values from `seed`,
+    /// one partition.
     pub fn synthetic(log_size: u32, seed: u64) -> Self {
         Self {
             vanilla_proof: format!("{{\"log_size\":{log_size},\"seed\":{seed}}}").into_bytes(),
@@ -263,6 +264,10 @@ pub struct JobOutcome {
     pub error: String,
     /// Its timings, when it ended.
     pub timings: JobTimings,
+    /// When a worker last started it (ms since the Unix epoch; 0: never).
+    pub started_ms: u64,
+    /// When it ended (ms since the Unix epoch; 0: not yet).
+    pub finished_ms: u64,
 }
 
 /// What `submit` answers.

@@ -43,6 +43,10 @@ pub struct JournalRow {
     pub error: String,
     /// Its timings, when ended.
     pub timings: JobTimings,
+    /// When a worker last started it (ms since the epoch; 0: never).
+    pub started_ms: u64,
+    /// When it ended (ms since the epoch; 0: not yet).
+    pub finished_ms: u64,
 }
 
 /// The journal database.
@@ -70,6 +74,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     state TEXT NOT NULL,
     attempts INTEGER NOT NULL DEFAULT 0,
     submitted_ms INTEGER NOT NULL,
+    started_ms INTEGER,
     finished_ms INTEGER,
     proof BLOB,
     error TEXT,
@@ -153,12 +158,13 @@ impl Journal {
             .map_err(sql_err)
     }
 
-    /// Marks a job running (one more attempt).
-    pub fn mark_running(&self, job_id: &str) -> Result<(), EngineError> {
+    /// Marks a job running (one more attempt), started at `started_ms`.
+    pub fn mark_running(&self, job_id: &str, started_ms: u64) -> Result<(), EngineError> {
         self.conn
             .execute(
-                "UPDATE jobs SET state = 'running', attempts = attempts + 1 WHERE job_id = ?1",
-                [job_id],
+                "UPDATE jobs SET state = 'running', attempts = attempts + 1, started_ms = ?2
+                 WHERE job_id = ?1",
+                params![job_id, started_ms as i64],
             )
             .map_err(sql_err)?;
         Ok(())
@@ -175,7 +181,7 @@ impl Journal {
         Ok(())
     }
 
-    /// Records a job's end: its state, proof or error, and timings.
+    /// Records a job's end at `finished_ms`: its state, proof or error, and timings.
     pub fn finish(
         &self,
         job_id: &str,
@@ -183,6 +189,7 @@ impl Journal {
         proof: &[u8],
         error: &str,
         t: &JobTimings,
+        finished_ms: u64,
     ) -> Result<(), EngineError> {
         self.conn
             .execute(
@@ -194,7 +201,7 @@ impl Journal {
                     state.name(),
                     proof,
                     error,
-                    now_ms() as i64,
+                    finished_ms as i64,
                     ms(t.queue_wait),
                     ms(t.param_load),
                     ms(t.synthesis),
@@ -226,7 +233,7 @@ impl Journal {
                 "SELECT seq, job_id, request_id, kind, priority, sector_size, registered_proof,
                  sector_number, miner_id, partition_index, randomness, comm_r_old, comm_r_new,
                  comm_d_new, state, submitted_ms, attempts, proof, error, queue_wait_ms,
-                 param_load_ms, synthesis_ms, proving_ms, total_ms
+                 param_load_ms, synthesis_ms, proving_ms, total_ms, started_ms, finished_ms
                  FROM jobs ORDER BY seq",
             )
             .map_err(sql_err)?;
@@ -269,6 +276,8 @@ impl Journal {
                             proving: d(22)?,
                             total: d(23)?,
                         },
+                        started_ms: r.get::<_, Option<i64>>(24)?.unwrap_or(0) as u64,
+                        finished_ms: r.get::<_, Option<i64>>(25)?.unwrap_or(0) as u64,
                     },
                 ))
             })
@@ -303,12 +312,13 @@ mod tests {
             r.randomness = vec![7; 32];
             j.insert("a", &r, 1).unwrap();
             j.insert("b", &JobRequest::synthetic(8, 2), 2).unwrap();
-            j.mark_running("a").unwrap();
+            j.mark_running("a", 5).unwrap();
             let t = JobTimings {
                 total: Duration::from_millis(42),
                 ..Default::default()
             };
-            j.finish("b", JobState::Completed, &[1, 2], "", &t).unwrap();
+            j.finish("b", JobState::Completed, &[1, 2], "", &t, now_ms())
+                .unwrap();
             assert_eq!(j.find_request("req-1").unwrap().as_deref(), Some("a"));
             assert!(j.insert("c", &r, 3).is_err(), "request ids are unique");
         }
@@ -318,6 +328,7 @@ mod tests {
         assert_eq!(rows[0].job_id, "a");
         assert_eq!(rows[0].state, JobState::Running);
         assert_eq!(rows[0].attempts, 1);
+        assert_eq!(rows[0].started_ms, 5);
         assert_eq!(rows[0].request.priority, Priority::High);
         assert_eq!(rows[0].request.randomness, vec![7; 32]);
         assert_eq!(rows[1].state, JobState::Completed);

@@ -192,6 +192,7 @@ impl Circuit {
                 let input = SyntheticInput {
                     log_size: n,
                     seed: 0,
+                    partitions: 1,
                 };
                 cuzk_filecoin::params::generate(files, input.circuit(), seed)?;
             }

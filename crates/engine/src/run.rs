@@ -262,24 +262,27 @@ fn run_synthetic(
     let input = SyntheticInput::parse(&data.vanilla_proof)?;
     let (lease, param_load) = params.acquire(Circuit::Synthetic(input.log_size))?;
     let p = lease.params();
-    let start = Instant::now();
-    let assignment =
-        cuzk_groth16::synthesize_with_capacity(input.circuit(), cuzk_groth16::Capacity::of(p))?;
-    let synthesis = start.elapsed();
-    control.check()?;
-    let start = Instant::now();
-    let (proof, _) = backend
-        .prove_partition(p, assignment, ctx, 0)
-        .map_err(EngineError::Backend)?;
-    let proving = start.elapsed();
     let pvk = cuzk_groth16::prepare_verifying_key(&p.vk);
-    if !cuzk_groth16::verify_proof(&pvk, &proof, &input.public_inputs())? {
-        return Err(EngineError::ProofInvalid);
-    }
-    Ok(RunResult {
-        proof: proof.to_bytes().to_vec(),
+    let mut out = RunResult {
         param_load,
-        synthesis,
-        proving,
-    })
+        ..Default::default()
+    };
+    for k in 0..input.partitions {
+        control.check()?;
+        let part = input.partition(k);
+        let start = Instant::now();
+        let assignment =
+            cuzk_groth16::synthesize_with_capacity(part.circuit(), cuzk_groth16::Capacity::of(p))?;
+        out.synthesis += start.elapsed();
+        let start = Instant::now();
+        let (proof, _) = backend
+            .prove_partition(p, assignment, ctx, k as usize)
+            .map_err(EngineError::Backend)?;
+        out.proving += start.elapsed();
+        if !cuzk_groth16::verify_proof(&pvk, &proof, &part.public_inputs())? {
+            return Err(EngineError::ProofInvalid);
+        }
+        out.proof.extend_from_slice(&proof.to_bytes());
+    }
+    Ok(out)
 }

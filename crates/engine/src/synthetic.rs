@@ -1,5 +1,7 @@
 //! The built-in synthetic kind: a squaring chain of about 2^`log_size` constraints with two
-//! public inputs, `x` (from the seed) and `y = x^(2^steps)`. Small sizes prove in milliseconds,
+//! public inputs, `x` (from the seed) and `y = x^(2^steps)`, proven as `partitions` partitions
+//! (partition `k` with seed `seed + k`, like a PoRep's partitions: one circuit, several
+//! witnesses; the proofs concatenated in order). Small sizes prove in milliseconds,
 //! which makes it the kind for tests, load and benchmarks of the service itself; its parameters
 //! are made by cuzk's setup from a fixed seed, so any process can rebuild the verifying key.
 
@@ -12,14 +14,24 @@ use crate::EngineError;
 /// The smallest and largest sizes accepted.
 pub const LOG_SIZES: std::ops::RangeInclusive<u32> = 4..=24;
 
+/// The most partitions a synthetic job may have.
+pub const MAX_PARTITIONS: u32 = 256;
+
+fn one() -> u32 {
+    1
+}
+
 /// A synthetic job's input (`vanilla_proof` as JSON).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SyntheticInput {
     /// log2 of the circuit's domain.
     pub log_size: u32,
-    /// Chooses `x`.
+    /// Chooses `x` (partition `k` uses `seed + k`).
     pub seed: u64,
+    /// How many partitions (default 1).
+    #[serde(default = "one")]
+    pub partitions: u32,
 }
 
 impl SyntheticInput {
@@ -27,7 +39,7 @@ impl SyntheticInput {
     pub fn parse(bytes: &[u8]) -> Result<Self, EngineError> {
         let input: Self = serde_json::from_slice(bytes).map_err(|e| {
             EngineError::InvalidRequest(format!(
-                "synthetic input must be JSON {{\"log_size\": N, \"seed\": S}}: {e}"
+                "synthetic input must be JSON {{\"log_size\": N, \"seed\": S, \"partitions\": P}}: {e}"
             ))
         })?;
         if !LOG_SIZES.contains(&input.log_size) {
@@ -38,7 +50,22 @@ impl SyntheticInput {
                 LOG_SIZES.end()
             )));
         }
+        if !(1..=MAX_PARTITIONS).contains(&input.partitions) {
+            return Err(EngineError::InvalidRequest(format!(
+                "synthetic partitions {} is outside 1..={MAX_PARTITIONS}",
+                input.partitions
+            )));
+        }
         Ok(input)
+    }
+
+    /// Partition `k`: the same circuit with seed `seed + k`.
+    pub fn partition(self, k: u32) -> Self {
+        Self {
+            seed: self.seed.wrapping_add(k as u64),
+            partitions: 1,
+            ..self
+        }
     }
 
     /// The circuit's squarings: the domain minus room for the input constraints.
@@ -106,6 +133,7 @@ mod tests {
             &br#"{"log_size":3,"seed":1}"#[..],
             br#"{"log_size":40,"seed":1}"#,
             br#"{"log_size":8}"#,
+            br#"{"log_size":8,"seed":1,"partitions":0}"#,
             br#"{"log_size":8,"seed":1,"extra":2}"#,
             b"not json",
         ] {
@@ -118,6 +146,7 @@ mod tests {
         let input = SyntheticInput {
             log_size: 8,
             seed: 5,
+            partitions: 1,
         };
         let a = cuzk_groth16::synthesize(input.circuit()).unwrap();
         assert_eq!(a.num_constraints().next_power_of_two(), 256);
