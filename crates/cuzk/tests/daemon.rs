@@ -165,7 +165,12 @@ async fn critical_job_behind_twenty_normal_ones_starts_next() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_9_loses_no_accepted_job_and_runs_none_twice() {
     let tmp = tempdir();
-    write_config(tmp.path(), "", "[scheduler]\ngroup_window = 0\n");
+    // Every job's inputs in a spool file, so one can be damaged.
+    write_config(
+        tmp.path(),
+        "spool_threshold = \"0\"",
+        "[scheduler]\ngroup_window = 0\n",
+    );
     let data = tmp.path().join("data");
     let mut d = Daemon::start(tmp.path());
     let mut c = d.client().await;
@@ -205,7 +210,7 @@ async fn kill_9_loses_no_accepted_job_and_runs_none_twice() {
         if i == 6 {
             assert_eq!(r.status, AwaitStatus::Failed as i32, "{r:?}");
             assert!(
-                r.error_message.contains("spool file"),
+                r.error_message.contains("damaged") && r.error_message.contains(damaged.as_str()),
                 "{}",
                 r.error_message
             );

@@ -48,6 +48,9 @@ pub struct DaemonSection {
     /// Seconds running jobs get to finish on SIGTERM/SIGINT before they are stopped at their
     /// next partition (and journaled to run again).
     pub shutdown_grace_secs: Option<u64>,
+    /// Requests whose inputs are at least this large keep them in a spool file; smaller ones
+    /// in the journal row, e.g. `"64KiB"`.
+    pub spool_threshold: Option<String>,
 }
 
 /// `[memory]`.
@@ -221,6 +224,8 @@ pub struct Resolved {
     pub max_message_size: usize,
     /// The shutdown grace period.
     pub shutdown_grace: Duration,
+    /// Inputs at least this large go to spool files.
+    pub spool_threshold: usize,
     /// The hot-tier budget in bytes.
     pub memory_budget: u64,
     /// CPU workers.
@@ -351,6 +356,10 @@ impl Config {
             auth_token,
             max_message_size: usize::try_from(max_message_size).unwrap_or(usize::MAX),
             shutdown_grace: Duration::from_secs(d.shutdown_grace_secs.unwrap_or(30)),
+            spool_threshold: usize::try_from(parse_size(
+                d.spool_threshold.as_deref().unwrap_or("64KiB"),
+            )?)
+            .unwrap_or(usize::MAX),
             memory_budget,
             cpu_workers,
             group_window: self.scheduler.group_window.unwrap_or(4),

@@ -191,6 +191,7 @@ pub async fn run(
         group_window: config.group_window as usize,
         retention: config.retention,
         max_attempts: config.max_attempts,
+        spool_threshold: config.spool_threshold,
     };
     let backends: Vec<Arc<dyn ProofBackend>> = (0..config.cpu_workers)
         .map(|_| Arc::new(CpuProofBackend::new(config.check_satisfied)) as Arc<dyn ProofBackend>)

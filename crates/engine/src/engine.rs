@@ -42,6 +42,9 @@ pub struct EngineConfig {
     pub retention: Duration,
     /// Starts of one job (each ended by a crash) after which it fails instead of running again.
     pub max_attempts: u32,
+    /// Inputs of at least this many bytes go to a spool file; smaller ones are kept in the
+    /// journal row (one disk sync per submission instead of three).
+    pub spool_threshold: usize,
 }
 
 #[derive(Debug)]
@@ -286,8 +289,8 @@ impl Engine {
         &self.shared.params
     }
 
-    /// Accepts a job: checks it, writes its spool file and journal row (both synced), queues
-    /// it. A request id seen before returns that job instead.
+    /// Accepts a job: checks it, writes its inputs (to a spool file, synced, when large) and
+    /// its journal row (synced), queues it. A request id seen before returns that job instead.
     pub fn submit(&self, request: JobRequest) -> Result<Submitted, EngineError> {
         let shared = &self.shared;
         let circuit_id = circuit_of(&request)?.map(|c| c.id());
@@ -313,14 +316,24 @@ impl Engine {
             vanilla_proof: request.vanilla_proof.clone(),
             vanilla_proofs: request.vanilla_proofs.clone(),
         };
-        shared.spool.write(&job_id, &data)?;
+        let inline = request.payload_bytes() < shared.config.spool_threshold;
+        let payload = if inline {
+            Some(crate::spool::encode(&data))
+        } else {
+            shared.spool.write(&job_id, &data)?;
+            None
+        };
+        drop(data);
         let submitted_ms = now_ms();
         let small = JobRequest {
             vanilla_proof: Vec::new(),
             vanilla_proofs: Vec::new(),
             ..request
         };
-        let seq = match shared.journal().insert(&job_id, &small, submitted_ms) {
+        let seq = match shared
+            .journal()
+            .insert(&job_id, &small, payload.as_deref(), submitted_ms)
+        {
             Ok(seq) => seq,
             Err(e) => {
                 shared.spool.remove(&job_id);
@@ -663,7 +676,7 @@ fn worker_loop(shared: &Shared, index: usize, backend: &dyn ProofBackend) {
             job: seq,
             worker: index as u64,
         };
-        let result = shared.spool.read(&job_id).and_then(|data| {
+        let result = read_inputs(shared, &job_id).and_then(|data| {
             std::panic::catch_unwind(AssertUnwindSafe(|| {
                 run_job(&request, &data, &shared.params, backend, &control, ctx)
             }))
@@ -685,6 +698,18 @@ fn worker_loop(shared: &Shared, index: usize, backend: &dyn ProofBackend) {
             started_ms,
             result,
         );
+    }
+}
+
+/// A job's inputs: inline in its journal row, or in its spool file.
+fn read_inputs(shared: &Shared, job_id: &str) -> Result<SpoolData, EngineError> {
+    let inline = shared.journal().payload(job_id)?;
+    match inline {
+        Some(bytes) => crate::spool::decode(&bytes).map_err(|detail| EngineError::DamagedSpool {
+            path: shared.config.data_dir.join("journal.sqlite"),
+            detail: format!("job {job_id}'s inline inputs: {detail}"),
+        }),
+        None => shared.spool.read(job_id),
     }
 }
 

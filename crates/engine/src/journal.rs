@@ -71,6 +71,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     comm_r_old BLOB NOT NULL,
     comm_r_new BLOB NOT NULL,
     comm_d_new BLOB NOT NULL,
+    payload BLOB,
     state TEXT NOT NULL,
     attempts INTEGER NOT NULL DEFAULT 0,
     submitted_ms INTEGER NOT NULL,
@@ -111,11 +112,14 @@ impl Journal {
         Ok(Self { conn })
     }
 
-    /// Journals a new pending job (its spool file already synced); returns its sequence number.
+    /// Journals a new pending job, durably (synced to disk), with its inputs' checked encoding
+    /// inline (`payload`) or in a spool file already synced (`None`); returns its sequence
+    /// number.
     pub fn insert(
         &self,
         job_id: &str,
         r: &JobRequest,
+        payload: Option<&[u8]>,
         submitted_ms: u64,
     ) -> Result<u64, EngineError> {
         let request_id = (!r.request_id.is_empty()).then_some(r.request_id.as_str());
@@ -123,8 +127,9 @@ impl Journal {
             .execute(
                 "INSERT INTO jobs (job_id, request_id, kind, priority, sector_size,
                  registered_proof, sector_number, miner_id, partition_index, randomness,
-                 comm_r_old, comm_r_new, comm_d_new, state, submitted_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'pending', ?14)",
+                 comm_r_old, comm_r_new, comm_d_new, state, submitted_ms, payload)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'pending', ?14,
+                 ?15)",
                 params![
                     job_id,
                     request_id,
@@ -140,10 +145,38 @@ impl Journal {
                     r.comm_r_new,
                     r.comm_d_new,
                     submitted_ms as i64,
+                    payload,
                 ],
             )
             .map_err(sql_err)?;
         Ok(self.conn.last_insert_rowid() as u64)
+    }
+
+    /// The inline inputs of a job (None: they are in its spool file).
+    pub fn payload(&self, job_id: &str) -> Result<Option<Vec<u8>>, EngineError> {
+        self.conn
+            .query_row(
+                "SELECT payload FROM jobs WHERE job_id = ?1",
+                [job_id],
+                |r| r.get::<_, Option<Vec<u8>>>(0),
+            )
+            .optional()
+            .map(Option::flatten)
+            .map_err(sql_err)
+    }
+
+    /// Runs `f` with commits synced to the OS but not to the disk (SQLite's synchronous
+    /// NORMAL in WAL mode): such a commit survives the process being killed, not a power
+    /// loss. For state changes whose loss only makes a job run again.
+    fn relaxed<T>(&self, f: impl FnOnce() -> Result<T, EngineError>) -> Result<T, EngineError> {
+        self.conn
+            .execute_batch("PRAGMA synchronous=NORMAL")
+            .map_err(sql_err)?;
+        let out = f();
+        self.conn
+            .execute_batch("PRAGMA synchronous=FULL")
+            .map_err(sql_err)?;
+        out
     }
 
     /// The job journaled under `request_id`, if any.
@@ -158,16 +191,19 @@ impl Journal {
             .map_err(sql_err)
     }
 
-    /// Marks a job running (one more attempt), started at `started_ms`.
+    /// Marks a job running (one more attempt), started at `started_ms`. Survives a crash of
+    /// the process; after a power loss the job is pending again, which only runs it again.
     pub fn mark_running(&self, job_id: &str, started_ms: u64) -> Result<(), EngineError> {
-        self.conn
-            .execute(
-                "UPDATE jobs SET state = 'running', attempts = attempts + 1, started_ms = ?2
-                 WHERE job_id = ?1",
-                params![job_id, started_ms as i64],
-            )
-            .map_err(sql_err)?;
-        Ok(())
+        self.relaxed(|| {
+            self.conn
+                .execute(
+                    "UPDATE jobs SET state = 'running', attempts = attempts + 1, started_ms = ?2
+                     WHERE job_id = ?1",
+                    params![job_id, started_ms as i64],
+                )
+                .map_err(sql_err)?;
+            Ok(())
+        })
     }
 
     /// Puts a job back to pending (interrupted by a shutdown; it runs again on restart).
@@ -181,8 +217,22 @@ impl Journal {
         Ok(())
     }
 
-    /// Records a job's end at `finished_ms`: its state, proof or error, and timings.
+    /// Records a job's end at `finished_ms`: its state, proof or error, and timings, and drops
+    /// its inline inputs. Survives a crash of the process; after a power loss the job may run
+    /// again.
     pub fn finish(
+        &self,
+        job_id: &str,
+        state: JobState,
+        proof: &[u8],
+        error: &str,
+        t: &JobTimings,
+        finished_ms: u64,
+    ) -> Result<(), EngineError> {
+        self.relaxed(|| self.finish_row(job_id, state, proof, error, t, finished_ms))
+    }
+
+    fn finish_row(
         &self,
         job_id: &str,
         state: JobState,
@@ -193,7 +243,7 @@ impl Journal {
     ) -> Result<(), EngineError> {
         self.conn
             .execute(
-                "UPDATE jobs SET state = ?2, proof = ?3, error = ?4, finished_ms = ?5,
+                "UPDATE jobs SET state = ?2, proof = ?3, error = ?4, finished_ms = ?5, payload = NULL,
                  queue_wait_ms = ?6, param_load_ms = ?7, synthesis_ms = ?8, proving_ms = ?9,
                  total_ms = ?10 WHERE job_id = ?1",
                 params![
@@ -310,8 +360,11 @@ mod tests {
             r.request_id = "req-1".into();
             r.priority = Priority::High;
             r.randomness = vec![7; 32];
-            j.insert("a", &r, 1).unwrap();
-            j.insert("b", &JobRequest::synthetic(8, 2), 2).unwrap();
+            j.insert("a", &r, Some(b"abc"), 1).unwrap();
+            j.insert("b", &JobRequest::synthetic(8, 2), None, 2)
+                .unwrap();
+            assert_eq!(j.payload("a").unwrap().as_deref(), Some(&b"abc"[..]));
+            assert_eq!(j.payload("b").unwrap(), None);
             j.mark_running("a", 5).unwrap();
             let t = JobTimings {
                 total: Duration::from_millis(42),
@@ -320,7 +373,10 @@ mod tests {
             j.finish("b", JobState::Completed, &[1, 2], "", &t, now_ms())
                 .unwrap();
             assert_eq!(j.find_request("req-1").unwrap().as_deref(), Some("a"));
-            assert!(j.insert("c", &r, 3).is_err(), "request ids are unique");
+            assert!(
+                j.insert("c", &r, None, 3).is_err(),
+                "request ids are unique"
+            );
         }
         let j = Journal::open(&path).unwrap();
         let rows = j.load().unwrap();

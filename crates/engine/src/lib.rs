@@ -61,8 +61,8 @@ pub enum EngineError {
         /// The missing file.
         path: PathBuf,
     },
-    /// The job's spool file is unreadable or damaged.
-    #[error("the job's spool file {path} is damaged: {detail}")]
+    /// The job's stored inputs (its spool file, or its journal row) are unreadable or damaged.
+    #[error("the job's inputs in {path} are damaged: {detail}")]
     DamagedSpool {
         /// The file.
         path: PathBuf,

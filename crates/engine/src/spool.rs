@@ -1,5 +1,6 @@
 //! Spool files: a job's large inputs (the vanilla proofs) on disk, written and synced before
-//! the job is journaled, and checked when read back.
+//! the job is journaled, and checked when read back. Inputs below the engine's threshold are
+//! kept in the journal row instead, in the same checked encoding.
 //!
 //! Layout: the magic `CUZKSPL1`, a little-endian `u32` count of blobs, each blob as a
 //! little-endian `u64` length and its bytes (blob 0 is `vanilla_proof`, the others
@@ -25,7 +26,8 @@ pub struct SpoolData {
     pub vanilla_proofs: Vec<Vec<u8>>,
 }
 
-fn encode(data: &SpoolData) -> Vec<u8> {
+/// The checked encoding of `data` (a spool file's bytes, also what the journal keeps inline).
+pub fn encode(data: &SpoolData) -> Vec<u8> {
     let blobs: Vec<&Vec<u8>> = std::iter::once(&data.vanilla_proof)
         .chain(data.vanilla_proofs.iter())
         .collect();
@@ -42,7 +44,8 @@ fn encode(data: &SpoolData) -> Vec<u8> {
     out
 }
 
-fn decode(bytes: &[u8]) -> Result<SpoolData, String> {
+/// Decodes and checks [`encode`]'s bytes; the error says what is wrong.
+pub fn decode(bytes: &[u8]) -> Result<SpoolData, String> {
     if bytes.len() < MAGIC.len() + 4 + 32 {
         return Err(format!("{} bytes is too short", bytes.len()));
     }
