@@ -42,6 +42,17 @@ async fn every_kind_proves_and_verifies() {
     let d = Daemon::start(tmp.path());
     let mut c = d.client().await;
     let data = tmp.path().join("data");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&data), 0o700, "the data folder is the daemon's own");
+        assert_eq!(
+            mode(&data.join("cuzk.sock")),
+            0o660,
+            "the socket is owner and group only"
+        );
+    }
+    reflection_lists_the_services(&d.addr).await;
 
     // The synthetic kind: the first proof loads (here: makes) the parameters, the second
     // finds them hot and reports no load time.
@@ -109,6 +120,67 @@ async fn every_kind_proves_and_verifies() {
         m.contains("cuzk_proofs_completed_total{kind=\"synthetic\"} 2"),
         "{m}"
     );
+}
+
+/// Server reflection (what grpcurl uses) lists the proving, health and reflection services.
+async fn reflection_lists_the_services(addr: &str) {
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    let channel = cuzk_daemon::client::channel(addr).await.unwrap();
+    let mut r = ServerReflectionClient::new(channel);
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut stream = r
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await
+        .unwrap()
+        .into_inner();
+    let answer = stream.message().await.unwrap().expect("one answer");
+    let Some(MessageResponse::ListServicesResponse(list)) = answer.message_response else {
+        panic!("not a service list: {answer:?}");
+    };
+    let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
+    for name in ["cuzk.v1.ProvingEngine", "grpc.health.v1.Health"] {
+        assert!(
+            names.iter().any(|n| n == name),
+            "{name} missing from {names:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sigterm_journals_the_running_job_and_the_restart_finishes_it() {
+    let tmp = tempdir();
+    write_config(tmp.path(), "", "");
+    // One second of grace: the long job is stopped at a partition boundary and journaled.
+    let config = tmp.path().join("cuzk.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("shutdown_grace_secs = 5", "shutdown_grace_secs = 1"),
+    )
+    .unwrap();
+    let mut d = Daemon::start(tmp.path());
+    let mut c = d.client().await;
+    let long = submit(&mut c, synthetic(10, 0, 120)).await;
+    until_running(&mut c).await;
+    let queued = submit(&mut c, synthetic(8, 1, 1)).await;
+    drop(c);
+    let exit = d.terminate();
+    assert!(exit.success(), "{exit}");
+
+    let d = Daemon::start(tmp.path());
+    let mut c = d.client().await;
+    let data = tmp.path().join("data");
+    for (id, log, seed) in [(&long, 10, 0), (&queued, 8, 1)] {
+        let r = await_job(&mut c, id).await;
+        completed(&r);
+        verify_synthetic(&data, log, seed, &r.proof);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -422,15 +494,8 @@ async fn tcp_with_token_health_http_status_and_graceful_stop() {
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::Unauthenticated);
-    let header: tonic::metadata::MetadataValue<_> =
-        "Bearer 0123456789abcdef-test-token".parse().unwrap();
-    let mut authed = tonic_health::pb::health_client::HealthClient::with_interceptor(
-        channel,
-        move |mut r: tonic::Request<()>| {
-            r.metadata_mut().insert("authorization", header.clone());
-            Ok(r)
-        },
-    );
+    let auth = cuzk_daemon::client::Auth::new(Some("0123456789abcdef-test-token")).unwrap();
+    let mut authed = tonic_health::pb::health_client::HealthClient::with_interceptor(channel, auth);
     let h = authed
         .check(tonic_health::pb::HealthCheckRequest {
             service: "cuzk.v1.ProvingEngine".into(),

@@ -18,6 +18,19 @@ pub struct Auth {
     header: Option<MetadataValue<tonic::metadata::Ascii>>,
 }
 
+impl Auth {
+    /// An interceptor sending `token` (none: sending nothing).
+    pub fn new(token: Option<&str>) -> Result<Self, DaemonError> {
+        let header = token
+            .map(|t| {
+                MetadataValue::try_from(format!("Bearer {t}"))
+                    .map_err(|e| DaemonError::Client(format!("token: {e}")))
+            })
+            .transpose()?;
+        Ok(Self { header })
+    }
+}
+
 impl tonic::service::Interceptor for Auth {
     fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
         if let Some(h) = &self.header {
