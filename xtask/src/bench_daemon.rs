@@ -41,16 +41,22 @@ pub fn run(sh: &Shell, args: &DaemonArgs) -> anyhow::Result<()> {
     .context("bench_daemon")?;
     let commit = cmd!(sh, "git rev-parse --short HEAD").read()?;
     let date = cmd!(sh, "date -u +%Y-%m-%d").read()?;
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into());
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
     let body = format!(
         "Command: `cargo xtask bench daemon --runs {runs} --log-size {log}` on this machine \
-         ({threads} threads), commit {commit}, {date}, release build, CPU backend, one worker. The \
+         ({threads} threads, load average {load} at the start), commit {commit}, {date}, release \
+         build, CPU backend, one worker. The \
          library call is `cuzk_engine::run::run_job` (synthesis, proof, verification) with the \
          parameters hot; the daemon figure is a client's wall time for `Prove` of the same job over \
-         the unix socket, which adds the request's spool file and journal row (both synced), the \
-         queue, the worker hand-off and the answer. Cold load is `EvictSRS` then `PreloadSRS` (file \
+         the unix socket, which adds the request's journal row (synced; inputs this small are kept \
+         in it rather than in a spool file), the queue, the worker hand-off, the job's running \
+         and finished states in the journal, and the answer. Cold load is `EvictSRS` then `PreloadSRS` (file \
          in the page cache, decoded into the hot tier).\n\n{table}\n"
     );
     println!("\n{body}");
