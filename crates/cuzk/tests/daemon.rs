@@ -531,6 +531,7 @@ async fn tcp_with_token_health_http_status_and_graceful_stop() {
         ),
         ("status", "\"completed\": 1"),
         ("", "<h1>cuzk daemon</h1>"),
+        ("", "<svg"),
     ] {
         let body = http_get(&format!("{base}{path}")).await;
         assert!(body.contains(needle), "/{path} lacks {needle:?}:\n{body}");

@@ -62,6 +62,20 @@ struct Job {
     started_ms: u64,
     finished_ms: u64,
     ended: Option<Instant>,
+    /// The job's `queue_wait` span (cuzk-telemetry's convention), open from submission (or
+    /// restart) until a worker takes it.
+    queue_span: Option<tracing::Span>,
+}
+
+/// A `queue_wait` span for job `seq`; its worker and device are recorded when one takes it.
+fn queue_span(seq: u64) -> tracing::Span {
+    tracing::info_span!(
+        "queue_wait",
+        job = seq,
+        partition = 0u64,
+        worker = tracing::field::Empty,
+        device = tracing::field::Empty
+    )
 }
 
 #[derive(Debug)]
@@ -206,6 +220,7 @@ impl Engine {
                 started_ms: row.started_ms,
                 finished_ms: row.finished_ms,
                 ended: row.state.is_terminal().then(Instant::now),
+                queue_span: (!row.state.is_terminal()).then(|| queue_span(row.seq)),
             };
             if !job.state.is_terminal() {
                 if job.attempts >= config.max_attempts {
@@ -363,6 +378,7 @@ impl Engine {
                 started_ms: 0,
                 finished_ms: 0,
                 ended: None,
+                queue_span: Some(queue_span(seq)),
             },
         );
         state
@@ -436,6 +452,7 @@ impl Engine {
             JobState::Pending => {
                 state.queue.remove(job_id);
                 let job = state.jobs.get_mut(job_id).expect("found above");
+                job.queue_span = None;
                 job.state = JobState::Cancelled;
                 job.error = EngineError::Cancelled.to_string();
                 job.ended = Some(Instant::now());
@@ -640,9 +657,14 @@ fn worker_loop(shared: &Shared, index: usize, backend: &dyn ProofBackend) {
                 let params = &shared.params;
                 if let Some(next) = state.queue.pop(window, |c| params.is_hot(c)) {
                     break {
+                        let device = state.workers[index].device.clone();
                         let job = state.jobs.get_mut(&next.job_id).expect("queued jobs exist");
                         job.state = JobState::Running;
                         job.attempts += 1;
+                        if let Some(span) = job.queue_span.take() {
+                            span.record("worker", index as u64);
+                            span.record("device", device.as_str());
+                        }
                         job.control = Arc::default();
                         let out = (
                             next.job_id.clone(),
