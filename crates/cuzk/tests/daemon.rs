@@ -184,6 +184,44 @@ async fn sigterm_journals_the_running_job_and_the_restart_finishes_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pre_compiled_circuits_give_proofs_that_verify() {
+    let tmp = tempdir();
+    write_config(tmp.path(), "", "[pce]\nenabled = true\n");
+    let d = Daemon::start(tmp.path());
+    let mut c = d.client().await;
+    let data = tmp.path().join("data");
+    // The first job of each circuit records it; the next ones synthesise from the witness.
+    for seed in [1, 2] {
+        let r = run(&mut c, synthetic(8, seed, 2)).await;
+        completed(&r);
+        verify_synthetic(&data, 8, seed, &r.proof);
+    }
+    for (kind, post) in [
+        (ProofKind::WinningPost, PostKind::Winning),
+        (ProofKind::WindowPostPartition, PostKind::Window),
+    ] {
+        let r = run(&mut c, post_request(kind)).await;
+        completed(&r);
+        verify_post(post, &r.proof);
+    }
+    let files: Vec<String> = std::fs::read_dir(data.join("pce"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files.len(), 3, "one file per circuit: {files:?}");
+    assert!(
+        files.iter().any(|f| f == "cuzk-synthetic-8.pce"),
+        "{files:?}"
+    );
+    assert!(
+        files
+            .iter()
+            .any(|f| f.starts_with("proof-of-spacetime-fallback")),
+        "{files:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn critical_job_behind_twenty_normal_ones_starts_next() {
     let tmp = tempdir();
     write_config(tmp.path(), "", "[scheduler]\ngroup_window = 0\n");

@@ -83,6 +83,7 @@ fn main() {
             &request,
             &data,
             &manager,
+            None,
             &backend,
             &control,
             Default::default(),

@@ -25,6 +25,8 @@ pub struct Config {
     pub srs: SrsSection,
     /// The prover.
     pub pipeline: PipelineSection,
+    /// Pre-compiled circuits.
+    pub pce: PceSection,
     /// Log output.
     pub logging: LoggingSection,
 }
@@ -106,6 +108,16 @@ pub struct SrsSection {
 pub struct PipelineSection {
     /// Check every constraint before proving.
     pub check_satisfied: Option<bool>,
+}
+
+/// `[pce]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PceSection {
+    /// Synthesise through pre-compiled circuits (cuzk-pce), recorded on a circuit's first job.
+    pub enabled: Option<bool>,
+    /// Their folder. Default: `<data_dir>/pce`.
+    pub dir: Option<PathBuf>,
 }
 
 /// `[logging]`.
@@ -244,6 +256,8 @@ pub struct Resolved {
     pub preload: Vec<String>,
     /// Check constraints before proving.
     pub check_satisfied: bool,
+    /// The pre-compiled circuits' folder, when they are used.
+    pub pce_dir: Option<PathBuf>,
     /// The tracing filter.
     pub log_level: String,
 }
@@ -343,6 +357,11 @@ impl Config {
             None => env_path("FIL_PROOFS_PARAMETER_CACHE")
                 .unwrap_or_else(|| PathBuf::from("/var/tmp/filecoin-proof-parameters")),
         };
+        let pce_dir = self
+            .pce
+            .enabled
+            .unwrap_or(false)
+            .then(|| self.pce.dir.clone().unwrap_or_else(|| data_dir.join("pce")));
         let max_attempts = self.scheduler.max_attempts.unwrap_or(3);
         if max_attempts == 0 {
             return Err(DaemonError::Config(
@@ -371,6 +390,7 @@ impl Config {
             generate_test_params: self.srs.generate_test_params.unwrap_or(false),
             preload: self.srs.preload.clone(),
             check_satisfied: self.pipeline.check_satisfied.unwrap_or(true),
+            pce_dir,
             log_level: self.logging.level.clone().unwrap_or_else(|| "info".into()),
         })
     }

@@ -192,6 +192,7 @@ pub async fn run(
         retention: config.retention,
         max_attempts: config.max_attempts,
         spool_threshold: config.spool_threshold,
+        pce_dir: config.pce_dir.clone(),
     };
     let backends: Vec<Arc<dyn ProofBackend>> = (0..config.cpu_workers)
         .map(|_| Arc::new(CpuProofBackend::new(config.check_satisfied)) as Arc<dyn ProofBackend>)

@@ -45,6 +45,8 @@ pub struct EngineConfig {
     /// Inputs of at least this many bytes go to a spool file; smaller ones are kept in the
     /// journal row (one disk sync per submission instead of three).
     pub spool_threshold: usize,
+    /// Where pre-compiled circuits (cuzk-pce) are recorded and read; None: full synthesis.
+    pub pce_dir: Option<PathBuf>,
 }
 
 #[derive(Debug)]
@@ -104,6 +106,7 @@ struct Shared {
     journal: Mutex<Journal>,
     spool: Spool,
     params: ParamManager,
+    pce: Option<crate::run::PceStore>,
     state: Mutex<State>,
     work: Condvar,
     ended: Condvar,
@@ -272,6 +275,7 @@ impl Engine {
             .collect();
         let shared = Arc::new(Shared {
             params: ParamManager::new(config.params.clone()),
+            pce: config.pce_dir.clone().map(crate::run::PceStore::new),
             config,
             journal: Mutex::new(journal),
             spool,
@@ -700,7 +704,15 @@ fn worker_loop(shared: &Shared, index: usize, backend: &dyn ProofBackend) {
         };
         let result = read_inputs(shared, &job_id).and_then(|data| {
             std::panic::catch_unwind(AssertUnwindSafe(|| {
-                run_job(&request, &data, &shared.params, backend, &control, ctx)
+                run_job(
+                    &request,
+                    &data,
+                    &shared.params,
+                    shared.pce.as_ref(),
+                    backend,
+                    &control,
+                    ctx,
+                )
             }))
             .unwrap_or_else(|panic| {
                 let text = panic

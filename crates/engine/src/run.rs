@@ -21,6 +21,59 @@ use crate::spool::SpoolData;
 use crate::synthetic::SyntheticInput;
 use crate::EngineError;
 
+/// Pre-compiled circuits (cuzk-pce) by key, recorded on first use into a folder and kept
+/// mapped: jobs then synthesise from the witness alone.
+#[derive(Debug)]
+pub struct PceStore {
+    dir: std::path::PathBuf,
+    loaded: std::sync::Mutex<std::collections::HashMap<String, Arc<cuzk_pce::PreCompiled>>>,
+}
+
+impl PceStore {
+    /// A store in `dir`.
+    pub fn new(dir: std::path::PathBuf) -> Self {
+        Self {
+            dir,
+            loaded: Default::default(),
+        }
+    }
+
+    /// The pre-compiled circuit of `key`: kept, read from its file, or recorded by `record`
+    /// and written (atomically) first.
+    pub fn get(
+        &self,
+        key: &str,
+        record: &mut dyn FnMut() -> Result<cuzk_pce::Recording, EngineError>,
+    ) -> Result<Arc<cuzk_pce::PreCompiled>, EngineError> {
+        let mut loaded = self
+            .loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(pc) = loaded.get(key) {
+            return Ok(Arc::clone(pc));
+        }
+        std::fs::create_dir_all(&self.dir).map_err(EngineError::io(&self.dir))?;
+        let path = self.dir.join(format!("{key}.pce"));
+        let pc = match cuzk_pce::PreCompiled::open(&path) {
+            Ok(pc) => pc,
+            Err(e) => {
+                tracing::info!(key, path = %path.display(), reason = %e, "recording a pre-compiled circuit");
+                let rec = record()?;
+                cuzk_pce::write_file(&rec, &path).map_err(pce_error)?;
+                drop(rec);
+                cuzk_pce::PreCompiled::open(&path).map_err(pce_error)?
+            }
+        };
+        let pc = Arc::new(pc);
+        loaded.insert(key.to_string(), Arc::clone(&pc));
+        Ok(pc)
+    }
+}
+
+fn pce_error(e: cuzk_pce::PceError) -> EngineError {
+    EngineError::Filecoin(FilecoinError::Pce(e))
+}
+
 /// filecoin-ffi's sector sizes, indexed by a registered proof's number modulo 5.
 const SECTOR_SIZES: [u64; 5] = [2 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30];
 
@@ -113,6 +166,7 @@ fn bytes32(v: &[u8], what: &str) -> Result<[u8; 32], EngineError> {
 /// from the backend, cancellation between partitions.
 struct EngineProver<'a> {
     kind: ProofKind,
+    pce: Option<&'a PceStore>,
     params: &'a ParamManager,
     backend: &'a dyn ProofBackend,
     control: &'a JobControl,
@@ -146,6 +200,20 @@ impl PartitionProver for EngineProver<'_> {
         Ok(params)
     }
 
+    fn pre_compiled(
+        &mut self,
+        files: &ParamFiles,
+        record: &mut dyn FnMut() -> Result<cuzk_pce::Recording, FilecoinError>,
+    ) -> Result<Option<Arc<cuzk_pce::PreCompiled>>, FilecoinError> {
+        let Some(store) = self.pce else {
+            return Ok(None);
+        };
+        store
+            .get(&files.id, &mut || record().map_err(EngineError::Filecoin))
+            .map(Some)
+            .map_err(boxed)
+    }
+
     fn prove(
         &mut self,
         params: &Parameters,
@@ -173,20 +241,23 @@ fn unwrap_filecoin(e: FilecoinError) -> EngineError {
 }
 
 /// Runs one job to its proof.
+#[allow(clippy::too_many_arguments)]
 pub fn run_job(
     r: &JobRequest,
     data: &SpoolData,
     params: &ParamManager,
+    pce: Option<&PceStore>,
     backend: &dyn ProofBackend,
     control: &JobControl,
     ctx: JobContext,
 ) -> Result<RunResult, EngineError> {
     control.check()?;
     if r.kind == ProofKind::Synthetic {
-        return run_synthetic(data, params, backend, control, ctx);
+        return run_synthetic(data, params, pce, backend, control, ctx);
     }
     let mut prover = EngineProver {
         kind: r.kind,
+        pce,
         params,
         backend,
         control,
@@ -255,6 +326,7 @@ pub fn run_job(
 fn run_synthetic(
     data: &SpoolData,
     params: &ParamManager,
+    pce: Option<&PceStore>,
     backend: &dyn ProofBackend,
     control: &JobControl,
     ctx: JobContext,
@@ -271,8 +343,19 @@ fn run_synthetic(
         control.check()?;
         let part = input.partition(k);
         let start = Instant::now();
-        let assignment =
-            cuzk_groth16::synthesize_with_capacity(part.circuit(), cuzk_groth16::Capacity::of(p))?;
+        let assignment = match pce {
+            Some(store) => {
+                let key = format!("cuzk-synthetic-{}", input.log_size);
+                let pc = store.get(&key, &mut || {
+                    cuzk_pce::record(part.circuit()).map_err(pce_error)
+                })?;
+                pc.synthesize(part.circuit()).map_err(pce_error)?
+            }
+            None => cuzk_groth16::synthesize_with_capacity(
+                part.circuit(),
+                cuzk_groth16::Capacity::of(p),
+            )?,
+        };
         out.synthesis += start.elapsed();
         let start = Instant::now();
         let (proof, _) = backend

@@ -25,6 +25,7 @@ fn engine(dir: &Path) -> Engine {
         retention: Duration::from_secs(3600),
         max_attempts: 3,
         spool_threshold: 64 << 10,
+        pce_dir: None,
     };
     let backends: Vec<Arc<dyn ProofBackend>> = vec![Arc::new(CpuProofBackend::new(true))];
     Engine::start(config, backends, None).unwrap()

@@ -30,6 +30,18 @@ pub trait PartitionProver {
         read_checked(files).map(Arc::new)
     }
 
+    /// A pre-compiled form (cuzk-pce) of the circuit `files` names, to synthesise partitions
+    /// from their witness alone; `record` records the circuit when the caller has none yet.
+    /// By default there is none, and every partition is synthesised in full.
+    fn pre_compiled(
+        &mut self,
+        files: &ParamFiles,
+        record: &mut dyn FnMut() -> Result<cuzk_pce::Recording, FilecoinError>,
+    ) -> Result<Option<Arc<cuzk_pce::PreCompiled>>, FilecoinError> {
+        let _ = (files, record);
+        Ok(None)
+    }
+
     /// Proves `assignment` (partition `partition` of the job) against `params`.
     fn prove(
         &mut self,
@@ -100,8 +112,15 @@ pub(crate) fn prove_partitions<C: Circuit<Scalar>>(
     for k in 0..partitions {
         let mut report = PartitionReport::default();
         let start = Instant::now();
-        let (circuit, inputs) = circuit(k)?;
-        let assignment = synthesize_with_capacity(circuit, Capacity::of(&params))?;
+        let (this, inputs) = circuit(k)?;
+        // Recording needs a circuit of its own (the circuits are not all `Clone`): build it again.
+        let pre_compiled =
+            prover.pre_compiled(files, &mut || Ok(cuzk_pce::record(circuit(k)?.0)?))?;
+        let circuit = this;
+        let assignment = match pre_compiled {
+            Some(pc) => pc.synthesize(circuit)?,
+            None => synthesize_with_capacity(circuit, Capacity::of(&params))?,
+        };
         check_fits(&assignment, &params, files, &inputs)?;
         if let Some(constraint) = assignment.first_unsatisfied() {
             return Err(FilecoinError::Unsatisfied {
