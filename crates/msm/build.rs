@@ -1,54 +1,5 @@
-//! With the `cuda` feature, compiles `kernels/msm/*.cu` into `$OUT_DIR/msm.fatbin` (nvcc).
-//! With the `emu` feature, compiles the same kernels for the host with the C++ compiler into a
-//! static library that `src/gpu/exec.rs` runs them from (`kernels/emu/`).
-use std::path::PathBuf;
-use std::process::Command;
-
+//! With the `cuda` feature, compiles `kernels/msm/*.cu` into `$OUT_DIR/msm.fatbin` (nvcc). The
+//! `emu` feature's host build of the same kernels is cuzk-gpu's (`kernels/emu/`).
 fn main() {
     cuzk_gpu_build::build_script("msm", &["msm"]);
-    if std::env::var_os("CARGO_FEATURE_EMU").is_some() {
-        build_emulator();
-    }
-}
-
-fn build_emulator() {
-    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("run by cargo"));
-    let kernels = cuzk_gpu_build::kernels_root_from_manifest(&manifest);
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("run by cargo"));
-    println!("cargo:rerun-if-changed={}", kernels.join("emu").display());
-    println!("cargo:rerun-if-env-changed=CXX");
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".to_string());
-    let object = out.join("cuzk_msm_emu.o");
-    let library = out.join("libcuzk_msm_emu.a");
-    let status = Command::new(&cxx)
-        .args(["-std=c++20", "-O2", "-fPIC", "-include", "emu/host_cuda.h"])
-        .arg(format!("-I{}", kernels.display()))
-        .arg("-c")
-        .arg(kernels.join("emu").join("emu.cpp"))
-        .arg("-o")
-        .arg(&object)
-        .status();
-    match status {
-        Ok(s) if s.success() => {}
-        Ok(s) => fail(&format!("{cxx} failed ({s}) compiling kernels/emu/emu.cpp")),
-        Err(e) => fail(&format!("could not run {cxx}: {e}")),
-    }
-    let _ = std::fs::remove_file(&library);
-    match Command::new("ar")
-        .arg("rcs")
-        .arg(&library)
-        .arg(&object)
-        .status()
-    {
-        Ok(s) if s.success() => {}
-        _ => fail("ar failed archiving the emulator"),
-    }
-    println!("cargo:rustc-link-search=native={}", out.display());
-    println!("cargo:rustc-link-lib=static=cuzk_msm_emu");
-    println!("cargo:rustc-link-lib=dylib=stdc++");
-}
-
-fn fail(message: &str) -> ! {
-    eprintln!("error: building the MSM kernel emulator (feature `emu`) failed: {message}");
-    std::process::exit(1);
 }

@@ -1,6 +1,7 @@
-// The host emulator's launcher: every kernel of kernels/msm/ compiled for the CPU (see
-// host_cuda.h) behind one C entry point with the driver's calling convention, an array of
-// pointers to the argument values (as cuLaunchKernel takes them).
+// The host emulator's launcher: every kernel of kernels/msm/ and kernels/ntt/ compiled for the
+// CPU (see host_cuda.h) behind one C entry point with the driver's calling convention, an array
+// of pointers to the argument values (as cuLaunchKernel takes them). Built by crates/gpu's build
+// script (feature `emu`); crates/gpu/src/emu/ launches from it.
 #include <barrier>
 #include <cstring>
 #include <mutex>
@@ -10,6 +11,7 @@
 
 #include "msm/msm.cu"
 #include "msm/msm_test.cu"
+#include "ntt/ntt.cu"
 
 thread_local dim3 threadIdx;
 thread_local dim3 blockIdx;
@@ -68,24 +70,49 @@ static const EmuKernel emu_kernels[] = {
     EMU_KERNEL(msm_bench_fp_mul, false),
     EMU_KERNEL(msm_bench_madd_g1, false),
     EMU_KERNEL(msm_bench_madd_g2, false),
+    EMU_KERNEL(ntt_pass_dif_r1, true),
+    EMU_KERNEL(ntt_pass_dif_r2, true),
+    EMU_KERNEL(ntt_pass_dif_r3, true),
+    EMU_KERNEL(ntt_pass_dit_r1, true),
+    EMU_KERNEL(ntt_pass_dit_r2, true),
+    EMU_KERNEL(ntt_pass_dit_r3, true),
+    EMU_KERNEL(ntt_pass_dif_r1_o2, true),
+    EMU_KERNEL(ntt_pass_dit_r1_o2, true),
+    EMU_KERNEL(ntt_pass_dif_r2_o3, true),
+    EMU_KERNEL(ntt_pass_dit_r2_o3, true),
+    EMU_KERNEL(ntt_twiddle_table, false),
+    EMU_KERNEL(ntt_bitrev_small, false),
+    EMU_KERNEL(ntt_bitrev_tiled, true),
+    EMU_KERNEL(ntt_h_pointwise, false),
 };
 
 // Launches run one at a time (the launch shape and the barrier are process-wide, as a device's
 // are per launch).
 static std::mutex emu_launch_lock;
 
-// Runs kernel `name` on a grid of `grid` blocks of `block` threads with `shared_bytes` of dynamic
-// shared memory. Returns 0, or -1 when no kernel has that name.
-extern "C" int cuzk_msm_emu_launch(const char* name, uint32_t grid, uint32_t block, uint32_t shared_bytes,
-                                   void** params) {
-    std::lock_guard<std::mutex> guard(emu_launch_lock);
-    const EmuKernel* kernel = nullptr;
+static const EmuKernel* emu_find(const char* name) {
     for (const EmuKernel& k : emu_kernels) {
-        if (std::strcmp(k.name, name) == 0) kernel = &k;
+        if (std::strcmp(k.name, name) == 0) return &k;
     }
+    return nullptr;
+}
+
+// Whether the emulator has a kernel named `name`: 1 or 0.
+extern "C" int cuzk_emu_has(const char* name) { return emu_find(name) ? 1 : 0; }
+
+// Runs kernel `name` on a grid of grid_x·grid_y·grid_z blocks (x fastest) of `block` threads with
+// `shared_bytes` of dynamic shared memory. Returns 0, or -1 when no kernel has that name.
+extern "C" int cuzk_emu_launch(const char* name, uint32_t grid_x, uint32_t grid_y, uint32_t grid_z,
+                               uint32_t block, uint32_t shared_bytes, void** params) {
+    std::lock_guard<std::mutex> guard(emu_launch_lock);
+    const EmuKernel* kernel = emu_find(name);
     if (!kernel) return -1;
-    gridDim = dim3{grid, 1, 1};
+    gridDim = dim3{grid_x, grid_y, grid_z};
     blockDim = dim3{block, 1, 1};
+    const uint64_t blocks = (uint64_t)grid_x * grid_y * grid_z;
+    auto block_index = [grid_x, grid_y](uint64_t b) {
+        return dim3{(unsigned)(b % grid_x), (unsigned)(b / grid_x % grid_y), (unsigned)(b / grid_x / grid_y)};
+    };
     // 16-byte aligned, as the device's; poisoned before each block, so what a block did not write
     // reads as garbage.
     struct alignas(16) Word {
@@ -97,9 +124,9 @@ extern "C" int cuzk_msm_emu_launch(const char* name, uint32_t grid, uint32_t blo
         if (!shared.empty()) std::memset(shared.data(), 0xa5, shared.size() * sizeof(Word));
     };
     if (!kernel->synchronises) {
-        for (uint32_t b = 0; b < grid; b++) {
+        for (uint64_t b = 0; b < blocks; b++) {
             poison();
-            blockIdx = dim3{b, 0, 0};
+            blockIdx = block_index(b);
             for (uint32_t t = 0; t < block; t++) {
                 threadIdx = dim3{t, 0, 0};
                 kernel->run(params);
@@ -119,10 +146,10 @@ extern "C" int cuzk_msm_emu_launch(const char* name, uint32_t grid, uint32_t blo
     std::vector<std::thread> threads;
     threads.reserve(block);
     for (uint32_t t = 0; t < block; t++) {
-        threads.emplace_back([kernel, params, grid, t, &between] {
+        threads.emplace_back([kernel, params, blocks, block_index, t, &between] {
             threadIdx = dim3{t, 0, 0};
-            for (uint32_t b = 0; b < grid; b++) {
-                blockIdx = dim3{b, 0, 0};
+            for (uint64_t b = 0; b < blocks; b++) {
+                blockIdx = block_index(b);
                 kernel->run(params);
                 between.arrive_and_wait();
             }

@@ -1,6 +1,7 @@
-// Host emulation of the CUDA features cuzk's MSM kernels use, so that the very same kernel
-// sources compile with a C++ compiler and run on the CPU (crates/msm, feature `emu`): the GPU
-// code paths (launch sequences, indexing, the kernels' arithmetic) are tested without a GPU.
+// Host emulation of the CUDA features cuzk's kernels use (MSM, NTT, the Fr test kernels), so
+// that the very same kernel sources compile with a C++ compiler and run on the CPU (crates/gpu,
+// feature `emu`): the GPU code paths (launch sequences, indexing, the kernels' arithmetic) are
+// tested without a GPU.
 //
 // Force-included before the kernel sources (`c++ -include emu/host_cuda.h`). Blocks run one
 // after the other; the threads of a block run one after the other, except for kernels that
@@ -16,6 +17,8 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
+#define __align__(n) alignas(n)
 #define __launch_bounds__(...)
 #define __shared__ static
 
@@ -34,6 +37,24 @@ extern dim3 blockDim;
 extern dim3 gridDim;
 
 void __syncthreads();
+
+struct uint4 {
+    unsigned x, y, z, w;
+};
+
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
+
+// The read-only data cache load: a plain load on the host.
+template <class T>
+inline T __ldg(const T* p) {
+    return *p;
+}
+
+inline unsigned __brev(unsigned x) {
+    unsigned r = 0;
+    for (int i = 0; i < 32; i++) r |= ((x >> i) & 1u) << (31 - i);
+    return r;
+}
 
 inline unsigned atomicAdd(unsigned* address, unsigned value) {
     return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST);

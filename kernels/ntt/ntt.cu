@@ -31,6 +31,11 @@
 // read and written once (32 bytes each way), plus twiddle reads that hit L1/L2.
 #include "field/fr.cuh"
 
+// A kernel's dynamic shared memory, 16-byte aligned (the host emulator defines its own).
+#ifndef CUZK_DYNAMIC_SHARED
+#define CUZK_DYNAMIC_SHARED(T, name) extern __shared__ __align__(16) T name[]
+#endif
+
 // Pass parameters, mirrored in Rust by `NttPassParams` (crates/ntt/src/gpu/plan.rs) with a size check.
 struct NttPassParams {
     uint64_t vector_stride;  // elements between consecutive vectors of a batch
@@ -153,7 +158,7 @@ template <int RLOG, bool DIT>
 FR_D void pass(uint4* data, const uint4* coarse, const uint4* fine, const uint4* scale_a,
                const uint4* scale_b, const NttPassParams& p) {
     constexpr uint32_t R = 1u << RLOG;
-    extern __shared__ uint4 smem[];
+    CUZK_DYNAMIC_SHARED(uint4, smem);
     const uint32_t k = p.k, m = p.m, L = p.log_n;
     const uint32_t ell = L - p.s0 - k;
     const uint32_t tile = 1u << (k + m);
@@ -322,7 +327,7 @@ extern "C" __global__ void ntt_bitrev_small(uint4* data, uint64_t vector_stride,
 // reads are free of bank conflicts.
 extern "C" __global__ void __launch_bounds__(256)
     ntt_bitrev_tiled(uint4* data, uint64_t vector_stride, uint32_t log_n) {
-    extern __shared__ uint4 smem[];
+    CUZK_DYNAMIC_SHARED(uint4, smem);
     const uint32_t mid_bits = log_n - 10;
     const uint32_t mid = blockIdx.x;
     const uint32_t mid2 = ntt::bitrev(mid, mid_bits);
@@ -361,4 +366,16 @@ extern "C" __global__ void __launch_bounds__(256)
             vec[2 * db + 1] = b_hi[slot];
         }
     }
+}
+
+// Groth16's quotient step between the coset transforms: h[i] = (a[i]·b[i] − c[i])·z_inv, where
+// a, b, c are the evaluations of A·z, B·z, C·z on the coset (three vectors of n back to back in
+// `abc`, natural order) and z_inv the inverse of the vanishing polynomial there (one value: Z is
+// constant on the coset). One thread per element; reads 96 bytes and writes 32. Rust launch
+// wrapper: GpuNtt::h_pointwise (crates/ntt/src/gpu/device.rs).
+extern "C" __global__ void ntt_h_pointwise(uint4* h, const uint4* abc, uint64_t n, fr_t z_inv) {
+    const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const fr_t a = ntt::load_ro(abc, i), b = ntt::load_ro(abc, n + i), c = ntt::load_ro(abc, 2 * n + i);
+    ntt::store(h, i, fr_mul(fr_sub(fr_mul(a, b), c), z_inv));
 }

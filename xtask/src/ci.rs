@@ -1,10 +1,11 @@
 //! `cargo xtask ci`: everything CI runs, on a machine with no GPU.
 //!
 //! Formatting, clippy (warnings denied), every test, the daemon driven by a Python client
-//! generated with grpcio-tools, the golden proofs, then the GPU side without
-//! a GPU: the MSM kernels run on the host emulator, every kernel compiled with the pinned nvcc (installed from PyPI when none is found), the
-//! field arithmetic checked on the host, and clippy over the crates built with their `cuda`
-//! feature, so GPU code that does not compile fails CI too.
+//! generated with grpcio-tools, the golden proofs, then the GPU side without a GPU: the MSM
+//! kernels run on the host emulator, every kernel compiled with the pinned nvcc (installed from
+//! PyPI when none is found), the field arithmetic checked on the host, clippy over the crates
+//! built with their `cuda` feature (GPU code that does not compile fails CI too), and the GPU NTT
+//! and the GPU prover run on the kernel emulator against the CPU.
 
 use anyhow::Context;
 use xshell::{cmd, Shell};
@@ -12,8 +13,18 @@ use xshell::{cmd, Shell};
 use crate::{golden, kernels};
 
 /// Packages and features that make up the GPU build.
-pub const CUDA_PACKAGES: [&str; 4] = ["cuzk-gpu", "cuzk-ntt", "cuzk-vram", "cuzk-msm"];
-pub const CUDA_FEATURES: &str = "cuzk-gpu/cuda,cuzk-ntt/cuda,cuzk-vram/cuda,cuzk-msm/cuda";
+/// The facade `cuzk` is built without its default `filecoin` feature (filecoin-proofs' tree is
+/// not GPU code), hence `--no-default-features` beside them.
+pub const CUDA_PACKAGES: [&str; 6] = [
+    "cuzk-gpu",
+    "cuzk-ntt",
+    "cuzk-vram",
+    "cuzk-msm",
+    "cuzk-pipeline",
+    "cuzk",
+];
+pub const CUDA_FEATURES: &str =
+    "cuzk-gpu/cuda,cuzk-ntt/cuda,cuzk-vram/cuda,cuzk-msm/cuda,cuzk-pipeline/cuda,cuzk/cuda";
 
 /// Target folder of builds with the `cuda` feature, so they do not invalidate the default ones.
 pub const CUDA_TARGET_DIR: &str = "target/cuda";
@@ -67,8 +78,20 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
         .collect();
     let _nvcc = sh.push_env("NVCC", &nvcc);
     let _target = sh.push_env("CARGO_TARGET_DIR", CUDA_TARGET_DIR);
-    cmd!(sh, "cargo clippy {packages...} --features {CUDA_FEATURES} --all-targets --locked -- -D warnings")
+    cmd!(sh, "cargo clippy {packages...} --no-default-features --features {CUDA_FEATURES} --all-targets --locked -- -D warnings")
         .run()
         .context("clippy with the `cuda` feature")?;
+    cmd!(
+        sh,
+        "cargo clippy -p cuzk-gpu --features emu --all-targets --locked -- -D warnings"
+    )
+    .run()
+    .context("clippy over the kernel emulator's driver")?;
+    // The GPU NTT and the GPU prover on the kernel emulator (cuzk-gpu's `emu`: the driver API on
+    // host memory, the kernels compiled for the host): the NTT against its reference, proofs
+    // against the CPU backend's bytes.
+    cmd!(sh, "cargo test --locked -p cuzk-ntt -p cuzk --no-default-features --features cuzk-ntt/cuda,cuzk/cuda,cuzk-gpu/emu --test gpu --test gpu_backend")
+        .run()
+        .context("the GPU NTT and prover on the kernel emulator")?;
     Ok(())
 }

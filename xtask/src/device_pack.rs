@@ -14,9 +14,11 @@ use crate::ci::{CUDA_FEATURES, CUDA_PACKAGES, CUDA_TARGET_DIR};
 use crate::{kernels, project_root};
 
 const RUN_SH: &str = r#"#!/usr/bin/env bash
-# Written by `cargo xtask device-pack`. Runs the GPU tests, then the NTT benchmark (its arguments
-# are this script's), then the MSM benchmark (its arguments in $MSM_ARGS; MSM_ARGS=skip skips it).
-# Logs and results go to $OUT (default: ./out beside this script).
+# Written by `cargo xtask device-pack`. Runs the GPU tests (those whose name matches the regex
+# $TESTS_ONLY when set), then the NTT benchmark (its arguments are this script's; NTT_SKIP=1
+# skips it), then the MSM benchmark (its arguments in $MSM_ARGS; MSM_ARGS=skip skips it), then
+# `cuzk bench` for the sizes in $PROVE_SIZES. Logs and results go to $OUT (default: ./out beside
+# this script).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/out}
@@ -33,6 +35,7 @@ done
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.sm,driver_version --format=csv \
     > "$out/gpu.txt" 2>&1 || true
 for t in "$bin"/tests/*; do
+    if [ -n "${TESTS_ONLY:-}" ] && ! echo "$(basename "$t")" | grep -qE "$TESTS_ONLY"; then continue; fi
     echo "== $(basename "$t")" | tee -a "$out/tests.log"
     case "$(basename "$t")" in
         *-lib) filter=gpu:: ;;
@@ -41,13 +44,25 @@ for t in "$bin"/tests/*; do
     # shellcheck disable=SC2086
     "$t" $filter 2>&1 | tee -a "$out/tests.log" || status=1
 done
-echo "== bench_ntt $*" | tee "$out/bench-ntt.log"
-"$bin/bench_ntt" --out "$out/bench-ntt.md" "$@" 2>&1 | tee -a "$out/bench-ntt.log" || status=1
+if [ "${NTT_SKIP:-}" != 1 ]; then
+    echo "== bench_ntt $*" | tee "$out/bench-ntt.log"
+    "$bin/bench_ntt" --out "$out/bench-ntt.md" "$@" 2>&1 | tee -a "$out/bench-ntt.log" || status=1
+fi
 if [ "${MSM_ARGS:-}" != skip ]; then
     echo "== bench_msm ${MSM_ARGS:-}" | tee "$out/bench-msm.log"
     # shellcheck disable=SC2086
     "$bin/bench_msm" --out "$out/bench-msm.json" ${MSM_ARGS:-} 2>&1 | tee -a "$out/bench-msm.log" || status=1
 fi
+# The prover end to end: `cuzk bench` on the GPU for each log2 size in $PROVE_SIZES, and on the
+# CPU beside it up to $PROVE_CPU_MAX (default 20).
+for n in ${PROVE_SIZES:-}; do
+    for backend in gpu cpu; do
+        if [ "$backend" = cpu ] && [ "$n" -gt "${PROVE_CPU_MAX:-20}" ]; then continue; fi
+        echo "== cuzk bench --backend $backend --log-size $n" | tee -a "$out/prove.log"
+        "$bin/cuzk" bench --backend "$backend" --log-size "$n" --partitions "${PROVE_PARTITIONS:-2}" \
+            2>&1 | tee -a "$out/prove.log" || status=1
+    done
+done
 grep -E "^test result|FAILED|panicked" "$out/tests.log" || true
 echo "run.sh: exit status $status"
 exit $status
@@ -64,7 +79,7 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
 
     let messages = cmd!(
         sh,
-        "cargo test --release --locked {packages...} --features {CUDA_FEATURES} --no-run --message-format=json"
+        "cargo test --release --locked {packages...} --no-default-features --features {CUDA_FEATURES} --no-run --message-format=json"
     )
     .read()
     .context("building the GPU test binaries")?;
@@ -81,6 +96,12 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     )
     .run()
     .context("building the MSM benchmark")?;
+    cmd!(
+        sh,
+        "cargo build --release --locked -p cuzk --no-default-features --features cuda --bin cuzk"
+    )
+    .run()
+    .context("building cuzk (the prover's benchmark)")?;
 
     let root = project_root();
     let bench = root
@@ -99,6 +120,8 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     copy_stripped(sh, &bench, &out.join("bench_ntt"))?;
     let bench_msm = bench.with_file_name("bench_msm");
     copy_stripped(sh, &bench_msm, &out.join("bench_msm"))?;
+    let cuzk = root.join(CUDA_TARGET_DIR).join("release").join("cuzk");
+    copy_stripped(sh, &cuzk, &out.join("cuzk"))?;
     let script = out.join("run.sh");
     std::fs::write(&script, RUN_SH)?;
     cmd!(sh, "chmod +x {script}").run()?;
@@ -112,7 +135,7 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     for (name, _) in &tests {
         println!("  tests/{name}.gz");
     }
-    println!("  bench_ntt.gz\n  bench_msm.gz\n  run.sh\n");
+    println!("  bench_ntt.gz\n  bench_msm.gz\n  cuzk.gz\n  run.sh\n");
     println!(
         "On the GPU machine (device tool): command `bash target/device/run.sh`, carry [\"target/device\"]."
     );
@@ -141,11 +164,7 @@ fn test_executables(messages: &str) -> anyhow::Result<Vec<(String, PathBuf)>> {
             .as_str()
             .and_then(|src| std::fs::read_to_string(src).ok())
             .is_some_and(|text| text.contains("#![cfg(feature = \"cuda\")]"));
-        let package = v["package_id"]
-            .as_str()
-            .and_then(|id| id.rsplit('#').next())
-            .and_then(|s| s.split('@').next())
-            .unwrap_or("unknown");
+        let package = v["package_id"].as_str().map_or("unknown", package_name);
         // cuzk-msm keeps its GPU tests in the library (`gpu::tests`, next to the launch code);
         // run.sh runs `*-lib` binaries with the `gpu::` filter.
         let gpu_lib = package == "cuzk-msm" && v["target"]["kind"][0] == "lib";
@@ -165,6 +184,16 @@ fn test_executables(messages: &str) -> anyhow::Result<Vec<(String, PathBuf)>> {
     out.sort();
     out.dedup_by(|a, b| a.0 == b.0);
     Ok(out)
+}
+
+/// The package's name in a cargo package id: `path+file:///…/crates/msm#cuzk-msm@0.1.0`, or
+/// `path+file:///…/crates/cuzk#0.1.0` when the name is the folder's.
+fn package_name(id: &str) -> &str {
+    let (path, fragment) = id.rsplit_once('#').unwrap_or((id, ""));
+    match fragment.split_once('@') {
+        Some((name, _)) => name,
+        None => path.rsplit('/').next().unwrap_or("unknown"),
+    }
 }
 
 /// Copies `from` to `to`, stripped and gzip-compressed (as `to.gz`; run.sh unpacks it).
@@ -191,4 +220,18 @@ fn folder_size(dir: &Path) -> anyhow::Result<u64> {
         };
     }
     Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::package_name;
+
+    #[test]
+    fn package_names_come_from_either_form_of_id() {
+        assert_eq!(
+            package_name("path+file:///w/crates/msm#cuzk-msm@0.1.0"),
+            "cuzk-msm"
+        );
+        assert_eq!(package_name("path+file:///w/crates/cuzk#0.1.0"), "cuzk");
+    }
 }

@@ -6,13 +6,16 @@ use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
 use cuzk::circuits::PorepShaped;
 use cuzk::field::Scalar;
-use cuzk::pipeline::{CpuBackend, PartitionTiming, Prover, ProverConfig, Stage};
+use cuzk::pipeline::{PartitionTiming, ProverConfig, Stage};
 use cuzk_groth16::{generate_random_parameters, prepare_verifying_key, verify_proofs_batch};
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
+mod backend;
+#[cfg(feature = "daemon")]
 mod daemon_cmd;
+#[cfg(feature = "filecoin")]
 mod filecoin_cmd;
 
 #[derive(Parser, Debug)]
@@ -26,18 +29,23 @@ struct Cli {
 enum Command {
     /// Synthesise a built-in PoRep-shaped circuit, prove it, verify it and print stage timings.
     Bench(BenchArgs),
+    #[cfg(feature = "filecoin")]
     /// Generate a PoRep circuit's Groth16 parameters with cuzk's setup (test sector sizes),
     /// under filecoin-proofs' file names so its verifiers load them.
     Params(filecoin_cmd::ParamsArgs),
     /// Prove a Filecoin proof with cuzk, verify it, and print the stage timing.
+    #[cfg(feature = "filecoin")]
     #[command(subcommand)]
     Prove(ProveKind),
     /// Run the proving daemon: the cuzk.v1 gRPC service (docs/config.md).
+    #[cfg(feature = "daemon")]
     Daemon(daemon_cmd::DaemonArgs),
     /// Talk to a running daemon.
+    #[cfg(feature = "daemon")]
     Client(daemon_cmd::ClientArgs),
 }
 
+#[cfg(feature = "filecoin")]
 #[derive(Subcommand, Debug)]
 enum ProveKind {
     /// PoRep C2: a C1 output in, `seal_commit_phase2`'s bytes out (default: a built-in 2 KiB
@@ -81,23 +89,36 @@ struct BenchArgs {
     /// $XDG_CACHE_HOME/cuzk/pce or ~/.cache/cuzk/pce].
     #[arg(long, value_name = "DIR", requires = "pce")]
     pce_dir: Option<std::path::PathBuf>,
+    /// Where the heavy stages run: `cpu`; `gpu` (an error without a usable GPU); `auto`, the
+    /// GPU when one is usable (a build with the `cuda` feature and a device), else the CPU.
+    #[arg(long, value_enum, default_value_t = backend::Choice::Auto)]
+    backend: backend::Choice,
+    /// The GPU to prove on (CUDA ordinal), with `--backend gpu|auto`.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Bench(args) => bench(&args),
+        #[cfg(feature = "filecoin")]
         Command::Params(args) => filecoin_cmd::params(&args),
+        #[cfg(feature = "daemon")]
         Command::Daemon(args) => daemon_cmd::daemon(&args),
+        #[cfg(feature = "daemon")]
         Command::Client(args) => daemon_cmd::client(&args),
-        Command::Prove(ProveKind::Porep(args)) => filecoin_cmd::porep(&args),
-        Command::Prove(ProveKind::Winning(args)) => {
-            filecoin_cmd::post(&args, cuzk_filecoin::post::PostKind::Winning)
-        }
-        Command::Prove(ProveKind::Snap(args)) => filecoin_cmd::snap(&args),
-        Command::Prove(ProveKind::Window(args)) => {
-            filecoin_cmd::post(&args, cuzk_filecoin::post::PostKind::Window)
-        }
+        #[cfg(feature = "filecoin")]
+        Command::Prove(kind) => match kind {
+            ProveKind::Porep(args) => filecoin_cmd::porep(&args),
+            ProveKind::Winning(args) => {
+                filecoin_cmd::post(&args, cuzk_filecoin::post::PostKind::Winning)
+            }
+            ProveKind::Snap(args) => filecoin_cmd::snap(&args),
+            ProveKind::Window(args) => {
+                filecoin_cmd::post(&args, cuzk_filecoin::post::PostKind::Window)
+            }
+        },
     }
 }
 
@@ -112,11 +133,12 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         )
         .init();
     let partitions = args.partitions as usize;
+    let backend = backend::open(args.backend, args.device)?;
     println!(
-        "cuzk bench: PoRep-shaped circuit, 2^{} domain, {} partition(s), backend cpu ({} threads)",
+        "cuzk bench: PoRep-shaped circuit, 2^{} domain, {} partition(s), backend {}",
         args.log_size,
         partitions,
-        rayon::current_num_threads()
+        backend.describe()
     );
     let mut rng = ChaCha20Rng::seed_from_u64(args.seed);
     let circuits: Vec<PorepShaped> = (0..partitions)
@@ -165,10 +187,13 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     let config = ProverConfig {
         check_satisfied: !args.pce,
     };
-    let prover = Prover::new(CpuBackend, config);
+    let params = std::sync::Arc::new(params);
+    if let Some(report) = backend.preload(&params)? {
+        println!("{report}");
+    }
     let start = Instant::now();
-    let results = prover
-        .prove_batch(&params, assignments, &r, &s, 0)
+    let results = backend
+        .prove_batch(config, &params, assignments, &r, &s)
         .context("proving")?;
     let prove = start.elapsed();
 

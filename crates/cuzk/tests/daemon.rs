@@ -3,14 +3,16 @@
 //! order work; a `kill -9` loses no accepted job and runs none twice; bad input fails only its
 //! own request; 64 concurrent clients all get their proofs. Every wait is bounded.
 
+#![cfg(feature = "daemon")]
+
 mod daemon_support;
 
 use std::time::{Duration, Instant};
 
 use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus, ProofKind};
+use cuzk_daemon::tonic::Code;
 use cuzk_filecoin::post::PostKind;
 use daemon_support::*;
-use tonic::Code;
 
 fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
@@ -124,10 +126,10 @@ async fn every_kind_proves_and_verifies() {
 
 /// Server reflection (what grpcurl uses) lists the proving, health and reflection services.
 async fn reflection_lists_the_services(addr: &str) {
-    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
-    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
-    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
-    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    use cuzk_daemon::tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use cuzk_daemon::tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use cuzk_daemon::tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+    use cuzk_daemon::tonic_reflection::pb::v1::ServerReflectionRequest;
     let channel = cuzk_daemon::client::channel(addr).await.unwrap();
     let mut r = ServerReflectionClient::new(channel);
     let request = ServerReflectionRequest {
@@ -135,7 +137,7 @@ async fn reflection_lists_the_services(addr: &str) {
         message_request: Some(MessageRequest::ListServices(String::new())),
     };
     let mut stream = r
-        .server_reflection_info(tokio_stream::iter([request]))
+        .server_reflection_info(cuzk_daemon::tokio_stream::iter([request]))
         .await
         .unwrap()
         .into_inner();
@@ -524,18 +526,20 @@ async fn tcp_with_token_health_http_status_and_graceful_stop() {
         assert_eq!(e.code(), Code::Unauthenticated);
     }
     let channel = cuzk_daemon::client::channel(&d.addr).await.unwrap();
-    let mut health = tonic_health::pb::health_client::HealthClient::new(channel.clone());
+    let mut health =
+        cuzk_daemon::tonic_health::pb::health_client::HealthClient::new(channel.clone());
     let e = health
-        .check(tonic_health::pb::HealthCheckRequest {
+        .check(cuzk_daemon::tonic_health::pb::HealthCheckRequest {
             service: "cuzk.v1.ProvingEngine".into(),
         })
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::Unauthenticated);
     let auth = cuzk_daemon::client::Auth::new(Some("0123456789abcdef-test-token")).unwrap();
-    let mut authed = tonic_health::pb::health_client::HealthClient::with_interceptor(channel, auth);
+    let mut authed =
+        cuzk_daemon::tonic_health::pb::health_client::HealthClient::with_interceptor(channel, auth);
     let h = authed
-        .check(tonic_health::pb::HealthCheckRequest {
+        .check(cuzk_daemon::tonic_health::pb::HealthCheckRequest {
             service: "cuzk.v1.ProvingEngine".into(),
         })
         .await
@@ -543,7 +547,7 @@ async fn tcp_with_token_health_http_status_and_graceful_stop() {
         .into_inner();
     assert_eq!(
         h.status,
-        tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+        cuzk_daemon::tonic_health::pb::health_check_response::ServingStatus::Serving as i32
     );
 
     let mut c = cuzk_daemon::client::connect(&d.addr, Some("0123456789abcdef-test-token"))

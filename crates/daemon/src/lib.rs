@@ -24,6 +24,8 @@ pub mod server;
 pub mod service;
 
 pub use cuzk_engine as engine;
+// The crates a client (or a test) of the service needs, at the versions the service uses.
+pub use {tokio_stream, tonic, tonic_health, tonic_reflection};
 
 /// The generated messages, client and server of `cuzk.v1`.
 #[allow(missing_docs, clippy::all, missing_debug_implementations)]

@@ -373,8 +373,9 @@ pub fn compile(
 }
 
 /// The cache entry of `set` built from `sources` with `nvcc`: a hash of the compiler, the flags,
-/// the set and every kernel file's bytes (headers included, since any .cu may include any .cuh)
-/// and path. The paths and the include flag are taken relative to the kernels folder, so that
+/// the set, and the bytes and path of the set's own `.cu` files and of every header (any .cu may
+/// include any .cuh; no .cu includes another set's .cu), so that a change to one set's kernels
+/// leaves the other sets' entries valid. The paths and the include flag are taken relative to the kernels folder, so that
 /// every checkout of the same sources (worktrees, CI's fresh clones) shares one entry: the
 /// fatbin holds no path (no debug or line information is compiled in).
 fn cache_key(nvcc: &Path, set: &KernelSet, sources: &[PathBuf]) -> Result<String, BuildError> {
@@ -392,7 +393,14 @@ fn cache_key(nvcc: &Path, set: &KernelSet, sources: &[PathBuf]) -> Result<String
     for src in sources {
         hash.write(relative(src).as_encoded_bytes());
     }
-    for file in kernel_files(root).map_err(io_err("listing kernel files"))? {
+    let headers = kernel_files(root).map_err(io_err("listing kernel files"))?;
+    let headers = headers
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "cuh"));
+    let mut files: Vec<PathBuf> = headers.chain(sources.iter().cloned()).collect();
+    files.sort();
+    files.dedup();
+    for file in files {
         hash.write(relative(&file).as_encoded_bytes());
         hash.write(&fs::read(&file).map_err(io_err(format!("reading {}", file.display())))?);
     }
@@ -549,6 +557,21 @@ mod tests {
         for root in [one, two, three] {
             fs::remove_dir_all(root).unwrap();
         }
+    }
+
+    #[test]
+    fn another_sets_kernels_do_not_change_the_key() {
+        let root = kernels_tree("other-set", "// h\n");
+        let set = KernelSet::new("a", &root, &["a"]);
+        let nvcc = Path::new("/usr/bin/true");
+        let key = || cache_key(nvcc, &set, &set.sources().unwrap()).unwrap();
+        let before = key();
+        fs::create_dir_all(root.join("b")).unwrap();
+        fs::write(root.join("b").join("other.cu"), "// another set\n").unwrap();
+        assert_eq!(key(), before, "another set's .cu is not the set's input");
+        fs::write(root.join("b").join("shared.cuh"), "// a header\n").unwrap();
+        assert_ne!(key(), before, "any header may be included");
+        fs::remove_dir_all(root).unwrap();
     }
 
     #[test]

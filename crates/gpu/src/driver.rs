@@ -12,14 +12,13 @@ use std::marker::PhantomData;
 use std::mem::size_of;
 use std::sync::Arc;
 
+use crate::args::{KernelArgs, LaunchConfig};
+use crate::copy::{bytes_of, bytes_of_mut, check_len, check_range, check_same_size, DeviceCopy};
+use crate::{DeviceInfo, GpuError};
 use cudarc::driver::{
     result, sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream,
     DevicePtr, DriverError,
 };
-use cuzk_field::layout::{Fp2Limbs, FpLimbs, FrLimbs, G1AffineLimbs, G2AffineLimbs};
-use cuzk_field::Scalar;
-
-use crate::{DeviceInfo, GpuError};
 
 mod pinned;
 pub use pinned::{PinnedBuffer, PinnedBytes};
@@ -29,61 +28,6 @@ fn driver<T>(call: &'static str, r: Result<T, DriverError>) -> Result<T, GpuErro
         call,
         status: format!("{:?}", e.0),
     })
-}
-
-/// Plain-old-data that can be copied to and from the device byte for byte.
-///
-/// # Safety
-///
-/// Implementors have no padding or otherwise uninitialised bytes, and every bit pattern is a
-/// valid value (the device may write anything into them).
-pub unsafe trait DeviceCopy: Copy + Send + Sync + 'static {}
-
-macro_rules! device_copy {
-    ($($t:ty),* $(,)?) => {
-        $(
-            // SAFETY: a primitive integer or float: no padding, every bit pattern valid.
-            unsafe impl DeviceCopy for $t {}
-        )*
-    };
-}
-device_copy!(u8, u16, u32, u64, i32, i64, f32, f64);
-
-// SAFETY: an array of `DeviceCopy` elements has no padding between them and is valid for every
-// bit pattern its elements are.
-unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
-// SAFETY: `repr(C)` structs of `u32` arrays (sizes asserted in cuzk-field): no padding, every bit
-// pattern is a value (possibly a non-canonical field element, which is still memory-safe).
-unsafe impl DeviceCopy for FrLimbs {}
-// SAFETY: as for `FrLimbs`.
-unsafe impl DeviceCopy for FpLimbs {}
-// SAFETY: as for `FrLimbs`.
-unsafe impl DeviceCopy for Fp2Limbs {}
-// SAFETY: as for `FrLimbs`.
-unsafe impl DeviceCopy for G1AffineLimbs {}
-// SAFETY: as for `FrLimbs`.
-unsafe impl DeviceCopy for G2AffineLimbs {}
-// SAFETY: blstrs' `Scalar` is `repr(transparent)` over `blst_fr`, a `repr(C)` `[u64; 4]`: no
-// padding; a non-canonical limb pattern is a wrong field element, not undefined behaviour.
-unsafe impl DeviceCopy for Scalar {}
-
-fn bytes_of<T: DeviceCopy>(values: &[T]) -> &[u8] {
-    // SAFETY: `T: DeviceCopy` has no padding, so every byte of the slice is initialised; the
-    // byte slice covers exactly the same memory with alignment 1.
-    unsafe {
-        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
-    }
-}
-
-fn bytes_of_mut<T: DeviceCopy>(values: &mut [T]) -> &mut [u8] {
-    // SAFETY: as in `bytes_of`; writing arbitrary bytes is fine because every bit pattern of
-    // `T: DeviceCopy` is a valid value.
-    unsafe {
-        std::slice::from_raw_parts_mut(
-            values.as_mut_ptr().cast::<u8>(),
-            std::mem::size_of_val(values),
-        )
-    }
 }
 
 /// An open device: its primary context and what it is.
@@ -282,7 +226,10 @@ impl Stream {
         }
         driver(
             "cuMemcpyHtoDAsync",
-            self.inner.memcpy_htod(bytes_of(host), &mut device.slice),
+            self.inner.memcpy_htod(
+                bytes_of(host),
+                &mut device.slice.slice_mut(..bytes_of(host).len()),
+            ),
         )
     }
 
@@ -299,7 +246,10 @@ impl Stream {
         }
         driver(
             "cuMemcpyDtoHAsync",
-            self.inner.memcpy_dtoh(&device.slice, bytes_of_mut(host)),
+            self.inner.memcpy_dtoh(
+                &device.slice.slice(..device.size_bytes()),
+                bytes_of_mut(host),
+            ),
         )?;
         self.synchronize()
     }
@@ -370,7 +320,10 @@ impl Stream {
         }
         driver(
             "cuMemcpyDtoDAsync",
-            self.inner.memcpy_dtod(&src.slice, &mut dst.slice),
+            self.inner.memcpy_dtod(
+                &src.slice.slice(..src.size_bytes()),
+                &mut dst.slice.slice_mut(..src.size_bytes()),
+            ),
         )
     }
 
@@ -379,7 +332,11 @@ impl Stream {
         if buf.len == 0 {
             return Ok(());
         }
-        driver("cuMemsetD8Async", self.inner.memset_zeros(&mut buf.slice))
+        let bytes = buf.size_bytes();
+        driver(
+            "cuMemsetD8Async",
+            self.inner.memset_zeros(&mut buf.slice.slice_mut(..bytes)),
+        )
     }
 
     /// Records an event (with timing) at this point of the stream.
@@ -402,36 +359,6 @@ impl Stream {
     /// Blocks until all work submitted to this stream has finished.
     pub fn synchronize(&self) -> Result<(), GpuError> {
         driver("cuStreamSynchronize", self.inner.synchronize())
-    }
-}
-
-fn check_same_size<T, H>() -> Result<(), GpuError> {
-    if size_of::<T>() == size_of::<H>() {
-        Ok(())
-    } else {
-        Err(GpuError::InvalidArgument(format!(
-            "host elements of {} bytes for device elements of {}",
-            size_of::<H>(),
-            size_of::<T>()
-        )))
-    }
-}
-
-/// The end of `len` elements from `offset` in a buffer of `buf_len`, if they fit.
-fn check_range(buf_len: usize, offset: usize, len: usize) -> Result<usize, GpuError> {
-    match offset.checked_add(len) {
-        Some(end) if end <= buf_len => Ok(end),
-        _ => Err(GpuError::InvalidArgument(format!(
-            "{len} elements at offset {offset} overrun a buffer of {buf_len}"
-        ))),
-    }
-}
-
-fn check_len(expected: usize, got: usize) -> Result<(), GpuError> {
-    if expected == got {
-        Ok(())
-    } else {
-        Err(GpuError::LengthMismatch { expected, got })
     }
 }
 
@@ -551,7 +478,8 @@ impl SharedRegion {
     }
 }
 
-/// `len` elements of `T` in device memory.
+/// `len` elements of `T` in device memory (every copy and kernel argument covers those `len`,
+/// also after [`DeviceBuffer::truncate`]).
 #[derive(Debug)]
 pub struct DeviceBuffer<T> {
     slice: CudaSlice<u8>,
@@ -575,7 +503,13 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         self.len * size_of::<T>()
     }
 
-    fn address(&self) -> u64 {
+    /// Keeps the first `len` elements (no effect when `len` is not smaller): kernels and copies
+    /// then see the shorter buffer, and the whole allocation is freed when it drops.
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
+    pub(crate) fn address(&self) -> u64 {
         // With event tracking off (see `Device::open`) the returned guard records nothing.
         let (ptr, _guard) = self.slice.device_ptr(self.slice.stream());
         ptr
@@ -593,25 +527,6 @@ impl Module {
     pub fn kernel(&self, name: &'static str) -> Result<Kernel, GpuError> {
         let function = driver("cuModuleGetFunction", self.inner.load_function(name))?;
         Ok(Kernel { function, name })
-    }
-}
-
-/// Grid, block and dynamic shared memory of a launch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LaunchConfig {
-    pub grid: (u32, u32, u32),
-    pub block: (u32, u32, u32),
-    pub shared_bytes: u32,
-}
-
-impl LaunchConfig {
-    /// One thread per item: `ceil(items / block)` blocks of `block` threads.
-    pub fn linear(items: u32, block: u32) -> Self {
-        Self {
-            grid: (items.div_ceil(block).max(1), 1, 1),
-            block: (block, 1, 1),
-            shared_bytes: 0,
-        }
     }
 }
 
@@ -682,61 +597,5 @@ impl Kernel {
             call: "cuLaunchKernel",
             status: format!("{:?} ({})", e.0, self.name),
         })
-    }
-}
-
-/// The arguments of one launch, in the kernel's parameter order. Buffers are borrowed for the
-/// builder's lifetime so they cannot be freed while the launch is being assembled.
-#[derive(Debug, Default)]
-pub struct KernelArgs<'a> {
-    values: Vec<Box<[u64]>>,
-    _borrows: PhantomData<&'a ()>,
-}
-
-impl<'a> KernelArgs<'a> {
-    /// No arguments yet.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    fn push_bytes(&mut self, bytes: &[u8]) -> &mut Self {
-        let mut words = vec![0u64; bytes.len().div_ceil(8).max(1)].into_boxed_slice();
-        bytes_of_mut(&mut words[..])[..bytes.len()].copy_from_slice(bytes);
-        self.values.push(words);
-        self
-    }
-
-    /// A pointer to a buffer the kernel reads.
-    pub fn buffer<T: DeviceCopy>(&mut self, buf: &'a DeviceBuffer<T>) -> &mut Self {
-        self.value(buf.address())
-    }
-
-    /// A pointer to a buffer the kernel writes.
-    pub fn buffer_mut<T: DeviceCopy>(&mut self, buf: &'a mut DeviceBuffer<T>) -> &mut Self {
-        self.value(buf.address())
-    }
-
-    /// A pointer to element `offset` of a buffer the kernel writes (for example the first of a
-    /// later chunk of vectors).
-    pub fn buffer_at_mut<T: DeviceCopy>(
-        &mut self,
-        buf: &'a mut DeviceBuffer<T>,
-        offset: usize,
-    ) -> Result<&mut Self, GpuError> {
-        check_range(buf.len, offset, 0)?;
-        Ok(self.value(buf.address() + (offset * size_of::<T>()) as u64))
-    }
-
-    /// A pointer to a buffer the kernel may read, or null.
-    pub fn optional_buffer<T: DeviceCopy>(
-        &mut self,
-        buf: Option<&'a DeviceBuffer<T>>,
-    ) -> &mut Self {
-        self.value(buf.map_or(0u64, DeviceBuffer::address))
-    }
-
-    /// A value passed by copy: an integer or a `repr(C)` struct mirrored in the kernel.
-    pub fn value<V: DeviceCopy>(&mut self, value: V) -> &mut Self {
-        self.push_bytes(bytes_of(std::slice::from_ref(&value)))
     }
 }

@@ -21,25 +21,39 @@
 //! MSMs or Groth16. `unsafe` lives in the `driver` (with its `pinned` part) and `fr` modules
 //! only, each block with a `// SAFETY:` comment.
 
-#[cfg(feature = "cuda")]
+#[cfg(any(feature = "cuda", feature = "emu"))]
+mod args;
+#[cfg(any(feature = "cuda", feature = "emu"))]
+mod copy;
+#[cfg(all(feature = "cuda", not(feature = "emu")))]
 mod driver;
+#[cfg(feature = "emu")]
+pub mod emu;
 #[cfg(all(feature = "cuda", feature = "testing"))]
 pub mod fr;
-#[cfg(not(feature = "cuda"))]
+#[cfg(not(any(feature = "cuda", feature = "emu")))]
 mod stub;
 
-#[cfg(feature = "cuda")]
-pub use driver::Device;
-#[cfg(feature = "cuda")]
+#[cfg(any(feature = "cuda", feature = "emu"))]
+pub use args::{KernelArgs, LaunchConfig};
+#[cfg(any(feature = "cuda", feature = "emu"))]
+pub use copy::DeviceCopy;
+#[cfg(all(feature = "cuda", not(feature = "emu")))]
 pub use driver::{
-    DeviceBuffer, DeviceCopy, Event, Kernel, KernelArgs, LaunchConfig, Module, PinnedBuffer,
-    PinnedBytes, SharedRegion, Stream,
+    Device, DeviceBuffer, Event, Kernel, Module, PinnedBuffer, PinnedBytes, SharedRegion, Stream,
 };
-#[cfg(not(feature = "cuda"))]
+#[cfg(feature = "emu")]
+pub use emu::{
+    Device, DeviceBuffer, Event, Kernel, Module, PinnedBuffer, PinnedBytes, SharedRegion, Stream,
+};
+#[cfg(not(any(feature = "cuda", feature = "emu")))]
 pub use stub::Device;
 
 /// Whether this build can reach a GPU at all (the `cuda` feature).
 pub const CUDA_ENABLED: bool = cfg!(feature = "cuda");
+
+/// Whether the device API is the host emulator's (the `emu` feature): tests use small sizes.
+pub const EMULATED: bool = cfg!(feature = "emu");
 
 /// What a device is, as the driver reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]

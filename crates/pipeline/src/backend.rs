@@ -1,7 +1,7 @@
 //! Backends: where the heavy stages run.
 //!
 //! The prover is written once over this trait; the CPU backend runs everything on the host with
-//! rayon, a GPU backend will run the same calls on a device. Every backend must give results
+//! rayon; the GPU backend (`gpu`, feature `cuda`) runs the same calls on a device. Every backend must give results
 //! identical to the CPU backend: the proof is a pure function of its inputs and `r`, `s`.
 
 use cuzk_field::{Domain, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -15,29 +15,29 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// A short name for spans and reports ("cpu", "gpu0").
     fn device(&self) -> &str;
 
+    /// The coefficients of `H` where the backend keeps them between [`Backend::ntt_h`] and
+    /// [`Backend::msm_h`]: host memory for the CPU, device memory for a GPU, so that the vector
+    /// (4 GiB at 2^27) does not go back and forth between the two stages.
+    type H: Send;
+
     /// Computes the coefficients of `H = (a·b − c)/Z` from the evaluations `a`, `b`, `c` on
-    /// `domain` (each exactly `domain.n()` long; they may be overwritten). Returns all `n`
-    /// coefficients; the last is zero for a satisfied circuit.
+    /// `domain` (each exactly `domain.n()` long), all but the last (which is zero for a
+    /// satisfied circuit and has no parameter point): `domain.n() − 1` coefficients.
     fn ntt_h(
         &self,
         domain: &Domain,
-        a: &mut [Scalar],
-        b: &mut [Scalar],
-        c: &mut [Scalar],
-    ) -> Result<(), PipelineError>;
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    ) -> Result<Self::H, PipelineError>;
+
+    /// `Σ hᵢ·bases[i]` over the coefficients [`Backend::ntt_h`] computed (`bases` is the
+    /// parameters' `h` query, as long as they are).
+    fn msm_h(&self, bases: &[G1Affine], h: Self::H) -> Result<G1Projective, PipelineError>;
 
     /// `Σ scalars[i]·bases[i]` in G1.
     fn msm_g1(&self, bases: &[G1Affine], scalars: &[Scalar])
         -> Result<G1Projective, PipelineError>;
-
-    /// [`Backend::msm_g1`] consuming the scalars, so a backend may reuse their memory.
-    fn msm_g1_owned(
-        &self,
-        bases: &[G1Affine],
-        scalars: Vec<Scalar>,
-    ) -> Result<G1Projective, PipelineError> {
-        self.msm_g1(bases, &scalars)
-    }
 
     /// `Σ scalars[i]·bases[i]` in G2.
     fn msm_g2(&self, bases: &[G2Affine], scalars: &[Scalar])
@@ -58,6 +58,52 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     ) -> Result<G2Projective, PipelineError>;
 }
 
+/// Generates a forwarding `Backend` impl for a pointer type, so that several provers (workers)
+/// can share one backend.
+macro_rules! forward_backend {
+    ($($ptr:ty),*) => {$(
+        impl<B: Backend + ?Sized> Backend for $ptr {
+            type H = B::H;
+
+            fn device(&self) -> &str {
+                (**self).device()
+            }
+
+            fn ntt_h(
+                &self,
+                domain: &Domain,
+                a: Vec<Scalar>,
+                b: Vec<Scalar>,
+                c: Vec<Scalar>,
+            ) -> Result<Self::H, PipelineError> {
+                (**self).ntt_h(domain, a, b, c)
+            }
+
+            fn msm_h(&self, bases: &[G1Affine], h: Self::H) -> Result<G1Projective, PipelineError> {
+                (**self).msm_h(bases, h)
+            }
+
+            fn msm_g1(&self, bases: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective, PipelineError> {
+                (**self).msm_g1(bases, scalars)
+            }
+
+            fn msm_g2(&self, bases: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective, PipelineError> {
+                (**self).msm_g2(bases, scalars)
+            }
+
+            fn batch_add_g1(&self, bases: &[G1Affine], indices: &[u32]) -> Result<G1Projective, PipelineError> {
+                (**self).batch_add_g1(bases, indices)
+            }
+
+            fn batch_add_g2(&self, bases: &[G2Affine], indices: &[u32]) -> Result<G2Projective, PipelineError> {
+                (**self).batch_add_g2(bases, indices)
+            }
+        }
+    )*};
+}
+
+forward_backend!(&B, std::sync::Arc<B>);
+
 /// The CPU backend: cuzk-ntt's parallel NTT and cuzk-msm's fast MSM, on rayon's pool.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuBackend;
@@ -67,23 +113,25 @@ impl Backend for CpuBackend {
         "cpu"
     }
 
+    type H = Vec<Scalar>;
+
     fn ntt_h(
         &self,
         domain: &Domain,
-        a: &mut [Scalar],
-        b: &mut [Scalar],
-        c: &mut [Scalar],
-    ) -> Result<(), PipelineError> {
+        mut a: Vec<Scalar>,
+        mut b: Vec<Scalar>,
+        mut c: Vec<Scalar>,
+    ) -> Result<Vec<Scalar>, PipelineError> {
         // Evaluations → coefficients (left in bit-reversed order), then → evaluations on the coset
         // (natural order): no explicit permutation pass is needed between the two transforms.
         cuzk_ntt::cpu::inverse_many(
-            &mut [&mut *a, &mut *b, &mut *c],
+            &mut [&mut a, &mut b, &mut c],
             domain,
             Order::Natural,
             Order::BitReversed,
         )?;
         cuzk_ntt::cpu::coset_forward_many(
-            &mut [&mut *a, &mut *b, &mut *c],
+            &mut [&mut a, &mut b, &mut c],
             domain,
             Order::BitReversed,
             Order::Natural,
@@ -96,8 +144,14 @@ impl Backend for CpuBackend {
             .for_each(|((a, b), c)| {
                 *a = (*a * b - c) * z_inv;
             });
-        cuzk_ntt::cpu::coset_inverse(a, domain, Order::Natural, Order::Natural)?;
-        Ok(())
+        drop((b, c));
+        cuzk_ntt::cpu::coset_inverse(&mut a, domain, Order::Natural, Order::Natural)?;
+        a.truncate(domain.n() - 1);
+        Ok(a)
+    }
+
+    fn msm_h(&self, bases: &[G1Affine], h: Vec<Scalar>) -> Result<G1Projective, PipelineError> {
+        Ok(cuzk_msm::fast::msm_owned::<G1>(bases, h)?)
     }
 
     fn msm_g1(
@@ -106,14 +160,6 @@ impl Backend for CpuBackend {
         scalars: &[Scalar],
     ) -> Result<G1Projective, PipelineError> {
         Ok(cuzk_msm::fast::msm::<G1>(bases, scalars)?)
-    }
-
-    fn msm_g1_owned(
-        &self,
-        bases: &[G1Affine],
-        scalars: Vec<Scalar>,
-    ) -> Result<G1Projective, PipelineError> {
-        Ok(cuzk_msm::fast::msm_owned::<G1>(bases, scalars)?)
     }
 
     fn msm_g2(

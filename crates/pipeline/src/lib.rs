@@ -16,11 +16,14 @@
 //!
 //! The queries over the assignment's values run before the NTTs so that those values are freed
 //! first: the NTT scratch then reuses their memory and the prover's peak stays at what synthesis
-//! left. The heavy stages go through a [`Backend`]; [`CpuBackend`] runs them on the host. Every
+//! left. The heavy stages go through a [`Backend`]; [`CpuBackend`] runs them on the host, and
+//! `gpu::GpuBackend` (feature `cuda`) on a CUDA device. Every
 //! [`Prover::prove`] returns the proof and a [`PartitionTiming`]. Configuration is a value
 //! ([`ProverConfig`]); this crate reads no environment variables or files.
 
 mod backend;
+#[cfg(feature = "cuda")]
+pub mod gpu;
 mod prover;
 pub mod split;
 mod stage;
@@ -41,6 +44,16 @@ pub enum PipelineError {
     /// An MSM rejected its input.
     #[error("msm: {0}")]
     Msm(#[from] cuzk_msm::MsmError),
+    /// A device failed (out of memory, a kernel fault, a lost device): the partition is lost,
+    /// the input was fine; the engine may retry it elsewhere.
+    #[error("device {device}: {source}")]
+    Device {
+        /// The backend's name of the device ("gpu0").
+        device: String,
+        /// What failed.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The batch's vectors of assignments, r and s differ in length.
     #[error("batch of {assignments} assignments with {rs} values of r and {ss} of s")]
     BatchShape {

@@ -247,17 +247,15 @@ impl<B: Backend> Prover<B> {
 
         let h = run_stage(Stage::NttH, ctx, device, &mut t, || {
             let n = domain.n();
-            let (mut a, mut b, mut c) = (abc.0, abc.1, abc.2);
+            let (mut a, mut b, mut c) = abc;
             for v in [&mut a, &mut b, &mut c] {
                 v.resize(n, Scalar::from(0u64));
             }
-            self.backend.ntt_h(&domain, &mut a, &mut b, &mut c)?;
-            a.truncate(n - 1);
-            Ok(a)
+            self.backend.ntt_h(&domain, a, b, c)
         })?;
 
         let h_sum = run_stage(Stage::MsmH, ctx, device, &mut t, || {
-            self.backend.msm_g1_owned(&params.h, h)
+            self.backend.msm_h(&params.h, h)
         })?;
 
         let proof = run_stage(Stage::Epilogue, ctx, device, &mut t, || {

@@ -8,8 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cuzk_daemon::client::Client;
+use cuzk_daemon::engine::synthetic::SyntheticInput;
 use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus};
-use cuzk_engine::synthetic::SyntheticInput;
 use cuzk_filecoin::filecoin_proofs::{self, PublicReplicaInfo, SectorShape2KiB};
 use cuzk_filecoin::post::{post_config, PostKind};
 use cuzk_filecoin::RegisteredSealProof;

@@ -484,22 +484,11 @@ pub(crate) use emu::EmuExec;
 mod emu {
     use std::cell::{Cell, RefCell};
     use std::collections::VecDeque;
-    use std::ffi::{c_char, c_void, CString};
+    use std::ffi::c_void;
     use std::rc::Rc;
 
     use super::{Arg, Exec};
     use crate::gpu::GpuMsmError;
-
-    extern "C" {
-        /// kernels/emu/emu.cpp: runs a kernel on the host; 0, or -1 for an unknown name.
-        fn cuzk_msm_emu_launch(
-            name: *const c_char,
-            grid: u32,
-            block: u32,
-            shared_bytes: u32,
-            params: *mut *mut c_void,
-        ) -> i32;
-    }
 
     /// Host memory standing in for device memory, 8-byte aligned, filled with a poison pattern
     /// when allocated so that reading what nothing wrote shows.
@@ -907,7 +896,6 @@ mod emu {
                     Arg::U64(v) => *v,
                 })
                 .collect();
-            let name = CString::new(kernel).expect("kernel names have no NUL");
             self.issue(&bufs, move || {
                 let mut params: Vec<*mut c_void> = slots
                     .iter_mut()
@@ -918,20 +906,10 @@ mod emu {
                 // device), allocated until this has run (as in `zero`); `slots` and `params`
                 // outlive the synchronous call; on a little-endian host a uint32_t parameter
                 // reads the low half of its slot.
-                let status = unsafe {
-                    cuzk_msm_emu_launch(
-                        name.as_ptr(),
-                        grid,
-                        block,
-                        shared_bytes,
-                        params.as_mut_ptr(),
-                    )
-                };
-                if status == 0 {
-                    Ok(())
-                } else {
-                    Err(GpuMsmError::Emulator(format!("no kernel named {kernel}")))
+                unsafe {
+                    cuzk_gpu::emu::launch(kernel, (grid, 1, 1), block, shared_bytes, &mut params)
                 }
+                .map_err(|e| GpuMsmError::Emulator(e.to_string()))
             })
         }
     }

@@ -42,6 +42,7 @@ pub struct GpuNtt {
     bitrev_small: Kernel,
     bitrev_tiled: Kernel,
     twiddle_table: Kernel,
+    h_pointwise: Kernel,
     config: NttConfig,
     tables: Mutex<Tables>,
 }
@@ -112,6 +113,7 @@ impl GpuNtt {
         let bitrev_small = module.kernel("ntt_bitrev_small")?;
         let bitrev_tiled = module.kernel("ntt_bitrev_tiled")?;
         let twiddle_table = module.kernel("ntt_twiddle_table")?;
+        let h_pointwise = module.kernel("ntt_h_pointwise")?;
         // Shared memory beyond the 48 KiB default needs opting in, per kernel.
         let max_shared = device.info().max_shared_per_block.min(32 << 12) as u32;
         for kernel in dif.iter().chain(dit.iter()) {
@@ -126,6 +128,7 @@ impl GpuNtt {
             bitrev_small,
             bitrev_tiled,
             twiddle_table,
+            h_pointwise,
             config,
             tables: Mutex::new(Tables::default()),
         })
@@ -482,6 +485,38 @@ impl GpuNtt {
         // const uint4* fine, uint32_t order)`; the kernel writes out[e] for e < 2^(log_n - 1) =
         // out.len() and reads coarse and fine below their lengths, all checked above.
         unsafe { self.twiddle_table.launch(stream, config, &args)? };
+        Ok(())
+    }
+
+    /// Groth16's quotient step on the coset: `h[i] = (a[i]·b[i] − c[i]) / Z` for the three
+    /// evaluation vectors `a`, `b`, `c` held back to back in `abc` (natural order, `3·n`
+    /// elements), `Z` the vanishing polynomial's value on `domain`'s coset. Writes the `n`
+    /// elements of `h` on `stream`.
+    pub fn h_pointwise(
+        &self,
+        stream: &Stream,
+        abc: &DeviceBuffer<FrLimbs>,
+        h: &mut DeviceBuffer<FrLimbs>,
+        domain: &Domain,
+    ) -> Result<(), GpuNttError> {
+        let n = domain.n();
+        if abc.len() != 3 * n {
+            return Err(NttError::LengthMismatch {
+                expected: 3 * n,
+                got: abc.len(),
+            }
+            .into());
+        }
+        check_len(domain, h.len())?;
+        let z_inv = FrLimbs::from(domain.z_on_coset_inv());
+        let mut args = KernelArgs::new();
+        args.buffer_mut(h).buffer(abc).value(n as u64).value(z_inv);
+        // SAFETY: `ntt_h_pointwise(uint4* h, const uint4* abc, uint64_t n, fr_t z_inv)`: `h`
+        // holds n elements and `abc` 3·n (both checked above); threads at or past n return.
+        unsafe {
+            self.h_pointwise
+                .launch(stream, LaunchConfig::linear(n as u32, 256), &args)?
+        };
         Ok(())
     }
 

@@ -1,0 +1,176 @@
+//! The GPU backend against the CPU backend: for the same circuit, parameters, `r` and `s` the
+//! proofs are the same bytes, with the parameters resident on the device or streamed from host
+//! memory, for the PoRep-shaped circuit at several sizes, the small built-in circuits and random
+//! satisfiable R1CS. Needs the `cuda` feature; skips (and passes) without a GPU. On the kernel
+//! emulator (cuzk-gpu's `emu`, as CI runs it) the PoRep-shaped circuit stops at 2^10.
+#![cfg(feature = "cuda")]
+
+use std::sync::{Arc, OnceLock};
+
+use cuzk::circuits::{PorepShaped, SquaringChain, UnusedVariables, WithInputs};
+use cuzk::field::Scalar;
+use cuzk::groth16::{generate_random_parameters, prepare_verifying_key, verify_proof, Parameters};
+use cuzk::pipeline::gpu::{GpuBackend, GpuConfig};
+use cuzk::pipeline::{Backend, CpuBackend, Prover, ProverConfig};
+use cuzk::{Circuit, ConstraintSystem, SynthesisError};
+use ff::Field;
+use proptest::prelude::*;
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+
+/// One backend on device 0 for every test of this file; `None` without a usable GPU.
+fn gpu() -> Option<&'static Prover<GpuBackend>> {
+    static GPU: OnceLock<Option<Prover<GpuBackend>>> = OnceLock::new();
+    GPU.get_or_init(|| {
+        let device = cuzk_gpu::device_for_tests()?;
+        let backend = GpuBackend::on_device(&device, 0, GpuConfig::default())
+            .expect("the kernels load on a device that opened");
+        Some(Prover::new(backend, ProverConfig::default()))
+    })
+    .as_ref()
+}
+
+fn rng(seed: u64) -> ChaCha20Rng {
+    ChaCha20Rng::seed_from_u64(seed)
+}
+
+/// Proves `circuit` on both backends with the same `r`, `s`: once streaming the bases, once
+/// with them resident. Returns the proof bytes after checking all three agree and verify.
+fn same_bytes<C: Circuit<Scalar> + Clone + Send>(
+    gpu: &Prover<GpuBackend>,
+    circuit: C,
+    inputs: &[Scalar],
+    seed: u64,
+) -> Vec<u8> {
+    let mut rng = rng(seed);
+    let params = Arc::new(generate_random_parameters(circuit.clone(), &mut rng).unwrap());
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let cpu = Prover::new(CpuBackend, ProverConfig::default());
+    let want = one_proof(&cpu, &params, circuit.clone(), r, s);
+    let streamed = one_proof(gpu, &params, circuit.clone(), r, s);
+    assert_eq!(streamed, want, "bases streamed from host memory");
+    assert!(gpu.backend().preload(&params).unwrap() > 0);
+    let resident = one_proof(gpu, &params, circuit.clone(), r, s);
+    assert_eq!(
+        gpu.backend().preload(&params).unwrap(),
+        0,
+        "already resident"
+    );
+    assert!(gpu.backend().evict(&params));
+    assert_eq!(resident, want, "bases resident on the device");
+    let proof = cuzk::groth16::Proof::read(&want[..]).unwrap();
+    let pvk = prepare_verifying_key(&params.vk);
+    assert!(verify_proof(&pvk, &proof, inputs).unwrap());
+    want
+}
+
+fn one_proof<B: Backend, C: Circuit<Scalar>>(
+    prover: &Prover<B>,
+    params: &Parameters,
+    circuit: C,
+    r: Scalar,
+    s: Scalar,
+) -> Vec<u8> {
+    let assignment = cuzk_groth16::synthesize(circuit).unwrap();
+    let (proof, _) = prover
+        .prove_batch(params, vec![assignment], &[r], &[s], 0)
+        .unwrap()
+        .remove(0);
+    proof.to_bytes().to_vec()
+}
+
+#[test]
+fn porep_shaped_circuits_match_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let sizes: &[u32] = if cuzk_gpu::EMULATED {
+        &[8, 10]
+    } else {
+        &[8, 12, 16, 18]
+    };
+    for &log_size in sizes {
+        let c = PorepShaped::new(log_size, 7);
+        same_bytes(gpu, c.clone(), &c.public_inputs(), u64::from(log_size));
+    }
+}
+
+#[test]
+fn small_circuits_match_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let chain = SquaringChain::new(Scalar::from(3u64), 20);
+    same_bytes(gpu, chain.clone(), &chain.public_inputs(), 1);
+    let with = WithInputs::new(vec![Scalar::from(5u64), Scalar::ZERO, Scalar::ONE]);
+    same_bytes(gpu, with.clone(), &with.public_inputs(), 2);
+    let unused = UnusedVariables::new(Scalar::from(2u64), Scalar::from(9u64), Scalar::ONE);
+    same_bytes(gpu, unused.clone(), &unused.public_inputs(), 3);
+}
+
+/// A random satisfiable R1CS: private values drawn with many zeros and ones (as in real
+/// circuits), each used once as `v·1 = v`, and products `x·y = z` of random pairs of them.
+#[derive(Clone, Debug)]
+struct RandomR1cs {
+    values: Vec<u64>,
+    products: Vec<(usize, usize)>,
+}
+
+impl Circuit<Scalar> for RandomR1cs {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let vars: Vec<_> = self
+            .values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| cs.alloc(|| format!("v{i}"), || Ok(Scalar::from(*v))))
+            .collect::<Result<_, _>>()?;
+        // Every variable in some constraint (the setup refuses unconstrained ones).
+        for (i, v) in vars.iter().enumerate() {
+            cs.enforce(
+                || format!("u{i}"),
+                |lc| lc + *v,
+                |lc| lc + CS::one(),
+                |lc| lc + *v,
+            );
+        }
+        for (k, (i, j)) in self.products.iter().enumerate() {
+            let z = Scalar::from(self.values[*i]) * Scalar::from(self.values[*j]);
+            let out = cs.alloc(|| format!("p{k}"), || Ok(z))?;
+            cs.enforce(
+                || format!("c{k}"),
+                |lc| lc + vars[*i],
+                |lc| lc + vars[*j],
+                |lc| lc + out,
+            );
+        }
+        Ok(())
+    }
+}
+
+fn random_r1cs() -> impl Strategy<Value = RandomR1cs> {
+    (1usize..40).prop_flat_map(|vars| {
+        (
+            prop::collection::vec(prop_oneof![Just(0u64), Just(1), 2u64..1 << 40], vars),
+            prop::collection::vec((0..vars, 0..vars), 1..300),
+        )
+            .prop_map(|(values, products)| RandomR1cs { values, products })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_satisfiable_r1cs_match_the_cpu(circuit in random_r1cs(), seed in any::<u64>()) {
+        let Some(gpu) = gpu() else { return Ok(()) };
+        same_bytes(gpu, circuit, &[], seed);
+    }
+}
+
+#[test]
+fn a_wrong_length_is_an_error_not_a_launch() {
+    let Some(gpu) = gpu() else { return };
+    let domain = cuzk::field::Domain::new(4).unwrap();
+    let short = vec![Scalar::ONE; 15];
+    let full = vec![Scalar::ONE; 16];
+    assert!(gpu
+        .backend()
+        .ntt_h(&domain, short, full.clone(), full)
+        .is_err());
+}
