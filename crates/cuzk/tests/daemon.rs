@@ -61,7 +61,10 @@ async fn every_kind_proves_and_verifies() {
     let first = run(&mut c, synthetic(8, 1, 2)).await;
     completed(&first);
     verify_synthetic(&data, 8, 1, &first.proof);
-    assert!(first.srs_load_ms > 0 || first.total_ms < 5, "{first:?}");
+    assert!(
+        first.srs_load_ms > 0,
+        "the first proof makes and loads the parameters: {first:?}"
+    );
     let second = c
         .prove(proto::ProveRequest {
             submit: Some(synthetic(8, 7, 1)),
