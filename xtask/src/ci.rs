@@ -1,10 +1,11 @@
 //! `cargo xtask ci`: everything CI runs, on a machine with no GPU.
 //!
-//! Formatting, clippy (warnings denied), every test, the golden proofs, then the GPU side without
-//! a GPU: the MSM kernels run on the host emulator, every kernel compiled with the pinned nvcc
-//! (installed from PyPI when none is found), the field arithmetic checked on the host, clippy
-//! over the crates built with their `cuda` feature (GPU code that does not compile fails CI too),
-//! and the GPU NTT and the GPU prover run on the kernel emulator against the CPU.
+//! Formatting, clippy (warnings denied), every test, the daemon driven by a Python client
+//! generated with grpcio-tools, the golden proofs, then the GPU side without a GPU: the MSM
+//! kernels run on the host emulator, every kernel compiled with the pinned nvcc (installed from
+//! PyPI when none is found), the field arithmetic checked on the host, clippy over the crates
+//! built with their `cuda` feature (GPU code that does not compile fails CI too), and the GPU NTT
+//! and the GPU prover run on the kernel emulator against the CPU.
 
 use anyhow::Context;
 use xshell::{cmd, Shell};
@@ -28,6 +29,22 @@ pub const CUDA_FEATURES: &str =
 /// Target folder of builds with the `cuda` feature, so they do not invalidate the default ones.
 pub const CUDA_TARGET_DIR: &str = "target/cuda";
 
+/// A Python client generated from the daemon's proto with grpcio-tools (pinned, installed
+/// into a virtual environment in cuzk's cache folder) drives `cuzk daemon`.
+pub fn daemon_python_client(sh: &Shell) -> anyhow::Result<()> {
+    cmd!(sh, "cargo build --locked -p cuzk").run()?;
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| crate::project_root().join("target"));
+    let cuzk = target.join("debug/cuzk");
+    cmd!(
+        sh,
+        "python3 crates/daemon/tests/python/client_check.py --cuzk {cuzk}"
+    )
+    .run()
+    .context("the Python client of the daemon (crates/daemon/tests/python/client_check.py)")
+}
+
 pub fn run(sh: &Shell) -> anyhow::Result<()> {
     cmd!(sh, "cargo fmt --all -- --check")
         .run()
@@ -41,6 +58,7 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     cmd!(sh, "cargo test --workspace --locked")
         .run()
         .context("tests")?;
+    daemon_python_client(sh)?;
     // The MSM kernels' logic (both bucket-sum strategies, every special case) on the host
     // emulator: the same kernel sources, compiled by the C++ compiler.
     cmd!(

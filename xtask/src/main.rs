@@ -10,6 +10,8 @@
 //! - `bench synth [--sizes 16,18,20] [--runs 5]`: synthesis by bellperson, by cuzk and through a
 //!   pre-compiled circuit, into `docs/benchmarks.md`;
 //! - `bench interlock`: the interlock simulator's sweep, into `docs/interlock.md` and its plots;
+//! - `bench daemon [--runs 20] [--log-size 10]`: the proving daemon's overhead over a library
+//!   call, parameter load cold and hot, and batch throughput, into `docs/benchmarks.md`;
 //! - `bench ntt [BENCH_NTT_ARGS]...`: the GPU NTT against its memory and integer floors (GPU; the
 //!   arguments, such as `--min 20 --max 27`, go to the `bench_ntt` example);
 //! - `bench msm [BENCH_MSM_ARGS]... | --from FILE.json...`: the GPU MSM (G1, G2) against its
@@ -17,7 +19,8 @@
 //!   section written from the JSON of runs made on the GPU machine;
 //! - `kernels [--install-nvcc] [--check]`: compile every CUDA kernel (no GPU needed);
 //! - `device-pack`: GPU test binaries, benchmark and `run.sh` into `target/device/` (docs/gpu.md);
-//! - `ci`: everything CI runs: format, clippy (warnings denied), tests, golden check, every kernel
+//! - `ci`: everything CI runs: format, clippy (warnings denied), tests, the daemon's Python
+//!   client, golden check, every kernel
 //!   compiled, clippy over the `cuda` builds.
 //!
 //! One module per command, holding its arguments as a clap `Args` type; `main` parses and
@@ -25,6 +28,7 @@
 //! [`Bench::cpu_sweep`].
 
 mod bench_cpu;
+mod bench_daemon;
 mod bench_interlock;
 mod bench_msm;
 mod bench_ntt;
@@ -78,6 +82,9 @@ enum Bench {
     Synth(bench_synth::SynthArgs),
     /// The interlock simulator's sweep, into docs/interlock.md and its plots.
     Interlock,
+    /// The proving daemon: overhead over a library call, parameter load cold and hot, batch
+    /// throughput, into docs/benchmarks.md.
+    Daemon(bench_daemon::DaemonArgs),
     /// The GPU NTT against its memory and integer floors (needs a GPU).
     Ntt(bench_ntt::NttArgs),
     /// The GPU MSM (G1, G2) against its floors, into docs/benchmarks.md (needs a GPU, or --from
@@ -100,6 +107,7 @@ impl Bench {
             Bench::Cpu(args) => bench_cpu::run(sh, &args),
             Bench::Synth(args) => bench_synth::run(sh, &args),
             Bench::Interlock => bench_interlock::run(),
+            Bench::Daemon(args) => bench_daemon::run(sh, &args),
             Bench::Ntt(args) => bench_ntt::run(sh, &args),
             Bench::Msm(args) => bench_msm::run(sh, &args),
         }

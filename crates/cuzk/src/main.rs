@@ -13,6 +13,8 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
 mod backend;
+#[cfg(feature = "daemon")]
+mod daemon_cmd;
 #[cfg(feature = "filecoin")]
 mod filecoin_cmd;
 
@@ -35,6 +37,12 @@ enum Command {
     #[cfg(feature = "filecoin")]
     #[command(subcommand)]
     Prove(ProveKind),
+    /// Run the proving daemon: the cuzk.v1 gRPC service (docs/config.md).
+    #[cfg(feature = "daemon")]
+    Daemon(daemon_cmd::DaemonArgs),
+    /// Talk to a running daemon.
+    #[cfg(feature = "daemon")]
+    Client(daemon_cmd::ClientArgs),
 }
 
 #[cfg(feature = "filecoin")]
@@ -101,6 +109,10 @@ fn main() -> anyhow::Result<()> {
         Command::Bench(args) => bench(&args),
         #[cfg(feature = "filecoin")]
         Command::Params(args) => filecoin_cmd::params(&args),
+        #[cfg(feature = "daemon")]
+        Command::Daemon(args) => daemon_cmd::daemon(&args),
+        #[cfg(feature = "daemon")]
+        Command::Client(args) => daemon_cmd::client(&args),
         #[cfg(feature = "filecoin")]
         Command::Prove(kind) => match kind {
             ProveKind::Porep(args) => filecoin_cmd::porep(&args),

@@ -52,6 +52,9 @@ pub enum FilecoinError {
     /// filecoin-proofs or storage-proofs failed while building public parameters or circuits.
     #[error("filecoin-proofs: {0:#}")]
     FilecoinProofs(anyhow::Error),
+    /// A pre-compiled circuit could not be recorded, read or evaluated.
+    #[error("pre-compiled circuit: {0}")]
+    Pce(#[from] cuzk_pce::PceError),
     /// The prover the caller passed in failed.
     #[error("proving failed: {0}")]
     Prover(#[source] Box<dyn std::error::Error + Send + Sync>),

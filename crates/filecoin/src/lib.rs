@@ -29,7 +29,7 @@ pub use c1::C1Output;
 pub use error::FilecoinError;
 pub use params::ParamFiles;
 pub use porep::{PorepJob, SectorId};
-pub use prove::{FilecoinProof, PartitionProver, PartitionReport, PROOF_BYTES};
+pub use prove::{read_checked, FilecoinProof, PartitionProver, PartitionReport, PROOF_BYTES};
 pub use registered::{parse_sector_size, prover_id, RegisteredSealProof};
 
 /// The filecoin-proofs this crate builds circuits with, re-exported so callers name the same

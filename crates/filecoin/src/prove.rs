@@ -3,6 +3,7 @@
 //! with the caller's prover, and verify the proof against the public inputs the verifier uses;
 //! the proofs' bytes are concatenated in partition order.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bellpepper_core::Circuit;
@@ -19,8 +20,28 @@ use crate::params::ParamFiles;
 pub const PROOF_BYTES: usize = 192;
 
 /// cuzk's Groth16 prover, as this crate needs it: one partition's assignment in, its proof out.
-/// The caller picks `r` and `s` (random in production, fixed in tests).
+/// The caller picks `r` and `s` (random in production, fixed in tests), and may keep parameters
+/// resident between jobs by overriding [`PartitionProver::parameters`].
 pub trait PartitionProver {
+    /// The parameters of the circuit `files` names. By default they are read from disk with
+    /// their verifying key, which must be the parameter file's; a long-lived service overrides
+    /// this to hand out parameters it keeps in memory.
+    fn parameters(&mut self, files: &ParamFiles) -> Result<Arc<Parameters>, FilecoinError> {
+        read_checked(files).map(Arc::new)
+    }
+
+    /// A pre-compiled form (cuzk-pce) of the circuit `files` names, to synthesise partitions
+    /// from their witness alone; `record` records the circuit when the caller has none yet.
+    /// By default there is none, and every partition is synthesised in full.
+    fn pre_compiled(
+        &mut self,
+        files: &ParamFiles,
+        record: &mut dyn FnMut() -> Result<cuzk_pce::Recording, FilecoinError>,
+    ) -> Result<Option<Arc<cuzk_pce::PreCompiled>>, FilecoinError> {
+        let _ = (files, record);
+        Ok(None)
+    }
+
     /// Proves `assignment` (partition `partition` of the job) against `params`.
     fn prove(
         &mut self,
@@ -82,15 +103,8 @@ pub(crate) fn prove_partitions<C: Circuit<Scalar>>(
     mut circuit: impl FnMut(usize) -> Result<(C, Vec<Scalar>), FilecoinError>,
 ) -> Result<FilecoinProof, FilecoinError> {
     let start = Instant::now();
-    let vk = files.read_vk()?;
-    let params = files.read_params()?;
-    if params.vk != vk {
-        return Err(FilecoinError::ParameterMismatch {
-            path: files.vk.clone(),
-            detail: "the verifying key is not the parameter file's".into(),
-        });
-    }
-    let pvk = prepare_verifying_key(&vk);
+    let params = prover.parameters(files)?;
+    let pvk = prepare_verifying_key(&params.vk);
     let load_params = start.elapsed();
 
     let mut bytes = Vec::with_capacity(PROOF_BYTES * partitions);
@@ -98,8 +112,15 @@ pub(crate) fn prove_partitions<C: Circuit<Scalar>>(
     for k in 0..partitions {
         let mut report = PartitionReport::default();
         let start = Instant::now();
-        let (circuit, inputs) = circuit(k)?;
-        let assignment = synthesize_with_capacity(circuit, Capacity::of(&params))?;
+        let (this, inputs) = circuit(k)?;
+        // Recording needs a circuit of its own (the circuits are not all `Clone`): build it again.
+        let pre_compiled =
+            prover.pre_compiled(files, &mut || Ok(cuzk_pce::record(circuit(k)?.0)?))?;
+        let circuit = this;
+        let assignment = match pre_compiled {
+            Some(pc) => pc.synthesize(circuit)?,
+            None => synthesize_with_capacity(circuit, Capacity::of(&params))?,
+        };
         check_fits(&assignment, &params, files, &inputs)?;
         if let Some(constraint) = assignment.first_unsatisfied() {
             return Err(FilecoinError::Unsatisfied {
@@ -129,6 +150,19 @@ pub(crate) fn prove_partitions<C: Circuit<Scalar>>(
         load_params,
         partitions: reports,
     })
+}
+
+/// Reads the parameters `files` names and checks that the verifying key file is theirs.
+pub fn read_checked(files: &ParamFiles) -> Result<Parameters, FilecoinError> {
+    let vk = files.read_vk()?;
+    let params = files.read_params()?;
+    if params.vk != vk {
+        return Err(FilecoinError::ParameterMismatch {
+            path: files.vk.clone(),
+            detail: "the verifying key is not the parameter file's".into(),
+        });
+    }
+    Ok(params)
 }
 
 /// Parameters of another circuit show as sizes that disagree with the assignment's.

@@ -1,0 +1,228 @@
+//! The daemon's costs, for `cargo xtask bench daemon`: a small proof through the daemon
+//! (Prove over the unix socket: journal row and spool file synced, queue, worker, answer)
+//! against the same job run by the library directly (`cuzk_engine::run::run_job`, parameters
+//! hot in both); parameter load cold against hot; and `cuzk client batch` throughput.
+//! Prints a markdown table.
+//!
+//! `bench_daemon --cuzk PATH [--runs N] [--log-size L] [--params DIR]`
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cuzk_daemon::proto;
+use cuzk_engine::params::{Circuit, ParamConfig, ParamManager};
+use cuzk_engine::run::{run_job, JobControl};
+use cuzk_engine::spool::SpoolData;
+use cuzk_engine::{CpuProofBackend, JobRequest};
+
+struct Args {
+    cuzk: PathBuf,
+    runs: usize,
+    log_size: u32,
+    params: Option<PathBuf>,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        cuzk: PathBuf::new(),
+        runs: 20,
+        log_size: 10,
+        params: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
+        match flag.as_str() {
+            "--cuzk" => a.cuzk = value().into(),
+            "--runs" => a.runs = value().parse().expect("--runs N"),
+            "--log-size" => a.log_size = value().parse().expect("--log-size L"),
+            "--params" => a.params = Some(value().into()),
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    assert!(
+        a.cuzk.is_file(),
+        "--cuzk PATH to the cuzk binary is required"
+    );
+    a
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn main() {
+    let a = args();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let log = a.log_size;
+
+    // The library directly: parameters made and leased once, then the job's runs.
+    let manager = ParamManager::new(ParamConfig {
+        filecoin_dir: tmp.path().join("unused"),
+        synthetic_dir: tmp.path().join("direct-params"),
+        generate_test_params: false,
+        budget_bytes: u64::MAX,
+    });
+    let (_lease, _) = manager.acquire(Circuit::Synthetic(log)).expect("params");
+    let backend = CpuProofBackend::new(true);
+    let request = JobRequest::synthetic(log, 1);
+    let data = SpoolData {
+        vanilla_proof: request.vanilla_proof.clone(),
+        vanilla_proofs: Vec::new(),
+    };
+    let control = JobControl::default();
+    let direct_run = || {
+        let start = Instant::now();
+        run_job(
+            &request,
+            &data,
+            &manager,
+            None,
+            &backend,
+            &control,
+            Default::default(),
+        )
+        .expect("direct proof");
+        start.elapsed()
+    };
+    direct_run();
+
+    // The daemon.
+    let data_dir = tmp.path().join("data");
+    let params = a
+        .params
+        .clone()
+        .unwrap_or_else(|| tmp.path().join("filecoin"));
+    std::fs::write(
+        tmp.path().join("cuzk.toml"),
+        format!(
+            "[daemon]\ndata_dir = \"{}\"\n[srs]\nparam_cache = \"{}\"\ngenerate_test_params = true\n[logging]\nlevel = \"warn\"\n",
+            data_dir.display(),
+            params.display()
+        ),
+    )
+    .expect("config");
+    let mut daemon = Command::new(&a.cuzk)
+        .args(["daemon", "--config"])
+        .arg(tmp.path().join("cuzk.toml"))
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("cuzk daemon");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !data_dir.join("daemon.json").exists() {
+        assert!(Instant::now() < deadline, "the daemon did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let addr = format!("unix://{}", data_dir.join("cuzk.sock").display());
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (direct, through, cold_ms, hot_ms, porep) = rt.block_on(async {
+        let mut c = cuzk_daemon::client::connect(&addr, None)
+            .await
+            .expect("connect");
+        let prove = |mut c: cuzk_daemon::client::Client| async move {
+            let start = Instant::now();
+            let r = c
+                .prove(proto::ProveRequest {
+                    submit: Some(cuzk_daemon::requests::synthetic_request(log, 1, 1)),
+                })
+                .await
+                .expect("prove")
+                .into_inner()
+                .result
+                .expect("result");
+            assert_eq!(r.status, 1, "{}", r.error_message);
+            start.elapsed()
+        };
+        prove(c.clone()).await;
+        // Interleaved, so a change in the machine's load touches both alike.
+        let (mut direct, mut through) = (Vec::new(), Vec::new());
+        for _ in 0..a.runs {
+            direct.push(direct_run());
+            through.push(prove(c.clone()).await);
+        }
+        let preload = |mut c: cuzk_daemon::client::Client, id: String| async move {
+            c.evict_srs(proto::EvictSrsRequest {
+                circuit_id: id.clone(),
+            })
+            .await
+            .expect("evict");
+            let cold = c
+                .preload_srs(proto::PreloadSrsRequest {
+                    circuit_id: id.clone(),
+                })
+                .await
+                .expect("preload")
+                .into_inner();
+            let hot = c
+                .preload_srs(proto::PreloadSrsRequest { circuit_id: id })
+                .await
+                .expect("preload")
+                .into_inner();
+            (cold.load_time_ms, hot.load_time_ms)
+        };
+        let (cold, hot) = preload(c.clone(), format!("synthetic-{log}")).await;
+        let porep = if a.params.is_some() {
+            Some(preload(c.clone(), "porep-2k".to_string()).await)
+        } else {
+            None
+        };
+        let _ = c.get_status(proto::GetStatusRequest {}).await;
+        (direct, through, cold, hot, porep)
+    });
+    let batch = Command::new(&a.cuzk)
+        .args([
+            "client",
+            "--addr",
+            &addr,
+            "batch",
+            "--count",
+            "20",
+            "--concurrency",
+            "4",
+        ])
+        .args(["--kind", "synthetic", "--log-size", &log.to_string()])
+        .output()
+        .expect("cuzk client batch");
+    let _ = Command::new("kill")
+        .args(["-TERM", &daemon.id().to_string()])
+        .status();
+    let _ = daemon.wait();
+    assert!(
+        batch.status.success(),
+        "batch failed: {}",
+        String::from_utf8_lossy(&batch.stderr)
+    );
+
+    let (d, t) = (median(direct), median(through));
+    let overhead = t.as_secs_f64() - d.as_secs_f64();
+    println!("| measurement | value |\n|---|---|");
+    println!(
+        "| synthetic 2^{log} proof, library call (median of {}) | {:.2} ms |",
+        a.runs,
+        ms(d)
+    );
+    println!(
+        "| the same through the daemon, `Prove` over the unix socket (median of {}) | {:.2} ms |",
+        a.runs,
+        ms(t)
+    );
+    println!(
+        "| daemon overhead (difference of the medians) | {:.2} ms ({:.1}%; goal: at most 5 ms or 5%) |",
+        overhead * 1e3,
+        100.0 * overhead / d.as_secs_f64()
+    );
+    println!("| parameter load `synthetic-{log}`, cold (file to hot) / hot | {cold_ms} ms / {hot_ms} ms |");
+    if let Some((cold, hot)) = porep {
+        println!("| parameter load `porep-2k`, cold (file in page cache to hot) / hot | {cold} ms / {hot} ms |");
+    }
+    let text = String::from_utf8_lossy(&batch.stdout);
+    for line in text.lines() {
+        println!("| `cuzk client batch --count 20 --concurrency 4` (synthetic 2^{log}) | {line} |");
+    }
+}

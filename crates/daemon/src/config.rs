@@ -1,0 +1,455 @@
+//! The daemon's configuration: TOML, every section optional, every key with a default that
+//! works on a laptop. An unknown key is an error that names it. `docs/config.md` lists every
+//! key; [`Config::defaults_toml`] prints them with their defaults.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::DaemonError;
+
+/// The whole file.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Where the daemon listens and keeps its state.
+    pub daemon: DaemonSection,
+    /// Memory for resident parameters.
+    pub memory: MemorySection,
+    /// Devices and workers.
+    pub gpus: GpusSection,
+    /// Queue and journal policy.
+    pub scheduler: SchedulerSection,
+    /// Parameter files.
+    pub srs: SrsSection,
+    /// The prover.
+    pub pipeline: PipelineSection,
+    /// Pre-compiled circuits.
+    pub pce: PceSection,
+    /// Log output.
+    pub logging: LoggingSection,
+}
+
+/// `[daemon]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DaemonSection {
+    /// `unix:///path/to.sock` or `host:port`. Default: `unix://<data_dir>/cuzk.sock`.
+    pub listen: Option<String>,
+    /// `host:port` of the HTTP status page and `/metrics`; empty: off.
+    pub status_listen: Option<String>,
+    /// The daemon's folder (journal, spool, socket). Default: `$XDG_DATA_HOME/cuzk` or
+    /// `~/.local/share/cuzk`.
+    pub data_dir: Option<PathBuf>,
+    /// A file holding the bearer token clients must send; required for a non-loopback TCP
+    /// listener.
+    pub auth_token_file: Option<PathBuf>,
+    /// The largest request accepted, e.g. `"128MiB"`.
+    pub max_message_size: Option<String>,
+    /// Seconds running jobs get to finish on SIGTERM/SIGINT before they are stopped at their
+    /// next partition (and journaled to run again).
+    pub shutdown_grace_secs: Option<u64>,
+    /// Requests whose inputs are at least this large keep them in a spool file; smaller ones
+    /// in the journal row, e.g. `"64KiB"`.
+    pub spool_threshold: Option<String>,
+}
+
+/// `[memory]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemorySection {
+    /// `"auto"` (half the machine's memory) or a size such as `"64GiB"`: the hot parameter
+    /// tier's budget.
+    pub total_budget: Option<String>,
+}
+
+/// `[gpus]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GpusSection {
+    /// GPU ordinals to use. This build has no GPU backend: it must be empty.
+    pub devices: Vec<u32>,
+    /// Workers per GPU (for the interlock of the GPU backend).
+    pub gpu_workers_per_device: Option<u32>,
+    /// CPU workers when no GPU is used (each uses every core through rayon).
+    pub cpu_workers: Option<u32>,
+}
+
+/// `[scheduler]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SchedulerSection {
+    /// How far behind the head of a priority a worker looks for a job whose parameters are
+    /// already hot (0: strict FIFO).
+    pub group_window: Option<u32>,
+    /// Hours ended jobs' results are kept for `AwaitProof`.
+    pub result_retention_hours: Option<u64>,
+    /// Starts of a job (each cut short by a crash) after which it fails.
+    pub max_attempts: Option<u32>,
+}
+
+/// `[srs]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SrsSection {
+    /// filecoin-proofs' parameter folder. Default: `$FIL_PROOFS_PARAMETER_CACHE`, else
+    /// `/var/tmp/filecoin-proof-parameters`.
+    pub param_cache: Option<PathBuf>,
+    /// Generate missing parameters of test sector sizes (2 KiB, 8 MiB) with cuzk's setup.
+    pub generate_test_params: Option<bool>,
+    /// Circuit ids to load into the hot tier before serving (`porep-32g`, ...).
+    pub preload: Vec<String>,
+}
+
+/// `[pipeline]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PipelineSection {
+    /// Check every constraint before proving.
+    pub check_satisfied: Option<bool>,
+}
+
+/// `[pce]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PceSection {
+    /// Synthesise through pre-compiled circuits (cuzk-pce), recorded on a circuit's first job.
+    pub enabled: Option<bool>,
+    /// Their folder. Default: `<data_dir>/pce`.
+    pub dir: Option<PathBuf>,
+}
+
+/// `[logging]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoggingSection {
+    /// A tracing filter: `info`, `debug`, `cuzk_engine=debug,info`, ...
+    pub level: Option<String>,
+}
+
+/// Where the gRPC service listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Listen {
+    /// A unix socket.
+    Unix(PathBuf),
+    /// TCP.
+    Tcp(std::net::SocketAddr),
+}
+
+impl Listen {
+    /// Parses `unix:///path` or `host:port`.
+    pub fn parse(text: &str) -> Result<Self, DaemonError> {
+        if let Some(path) = text.strip_prefix("unix://") {
+            if !path.starts_with('/') {
+                return Err(DaemonError::Config(format!(
+                    "listen {text:?}: a unix socket path must be absolute (unix:///...)"
+                )));
+            }
+            return Ok(Listen::Unix(PathBuf::from(path)));
+        }
+        use std::net::ToSocketAddrs;
+        let addr = text
+            .to_socket_addrs()
+            .map_err(|e| DaemonError::Config(format!("listen {text:?}: {e}")))?
+            .next()
+            .ok_or_else(|| DaemonError::Config(format!("listen {text:?}: no address")))?;
+        Ok(Listen::Tcp(addr))
+    }
+
+    /// Whether only this machine can reach it.
+    pub fn is_local(&self) -> bool {
+        match self {
+            Listen::Unix(_) => true,
+            Listen::Tcp(a) => a.ip().is_loopback(),
+        }
+    }
+}
+
+impl std::fmt::Display for Listen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Listen::Unix(p) => write!(f, "unix://{}", p.display()),
+            Listen::Tcp(a) => write!(f, "{a}"),
+        }
+    }
+}
+
+/// Parses `"128MiB"`, `"64GiB"`, `"1000"` (bytes), `"2KB"`.
+pub fn parse_size(text: &str) -> Result<u64, DaemonError> {
+    let t = text.trim();
+    let at = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(at);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| DaemonError::Config(format!("size {text:?}: expected a number and a unit")))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "t" | "tib" => 1 << 40,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        other => {
+            return Err(DaemonError::Config(format!(
+                "size {text:?}: unknown unit {other:?} (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)"
+            )))
+        }
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| DaemonError::Config(format!("size {text:?} overflows")))
+}
+
+fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// Half the machine's memory, from `/proc/meminfo` (16 GiB where it cannot be read).
+fn auto_budget() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024 / 2)
+        })
+        .unwrap_or(16 << 30)
+}
+
+/// The configuration with every default filled in and checked.
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    /// The gRPC listener.
+    pub listen: Listen,
+    /// The HTTP status listener.
+    pub status_listen: Option<std::net::SocketAddr>,
+    /// The daemon's folder.
+    pub data_dir: PathBuf,
+    /// The bearer token, if one is configured.
+    pub auth_token: Option<String>,
+    /// The largest request in bytes.
+    pub max_message_size: usize,
+    /// The shutdown grace period.
+    pub shutdown_grace: Duration,
+    /// Inputs at least this large go to spool files.
+    pub spool_threshold: usize,
+    /// The hot-tier budget in bytes.
+    pub memory_budget: u64,
+    /// CPU workers.
+    pub cpu_workers: u32,
+    /// The queue's grouping window.
+    pub group_window: u32,
+    /// How long results are kept.
+    pub retention: Duration,
+    /// Starts before a job fails.
+    pub max_attempts: u32,
+    /// filecoin-proofs' parameter folder.
+    pub param_cache: PathBuf,
+    /// Generate test-size parameters.
+    pub generate_test_params: bool,
+    /// Circuits to preload.
+    pub preload: Vec<String>,
+    /// Check constraints before proving.
+    pub check_satisfied: bool,
+    /// The pre-compiled circuits' folder, when they are used.
+    pub pce_dir: Option<PathBuf>,
+    /// The tracing filter.
+    pub log_level: String,
+}
+
+/// The default data folder.
+pub fn default_data_dir() -> Result<PathBuf, DaemonError> {
+    if let Some(dir) = env_path("XDG_DATA_HOME") {
+        return Ok(dir.join("cuzk"));
+    }
+    env_path("HOME")
+        .map(|h| h.join(".local/share/cuzk"))
+        .ok_or_else(|| {
+            DaemonError::Config(
+                "set [daemon] data_dir (neither XDG_DATA_HOME nor HOME is set)".into(),
+            )
+        })
+}
+
+impl Config {
+    /// Parses TOML text; an unknown section or key is an error naming it.
+    pub fn parse(text: &str) -> Result<Self, DaemonError> {
+        toml::from_str(text)
+            .map_err(|e| DaemonError::Config(e.message().to_string() + &location(text, &e)))
+    }
+
+    /// Reads and parses `path`.
+    pub fn read(path: &Path) -> Result<Self, DaemonError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| DaemonError::Config(format!("{}: {e}", path.display())))?;
+        Self::parse(&text).map_err(|e| DaemonError::Config(format!("{}: {e}", path.display())))
+    }
+
+    /// Fills in the defaults and checks the values.
+    pub fn resolve(&self) -> Result<Resolved, DaemonError> {
+        let d = &self.daemon;
+        let data_dir = match &d.data_dir {
+            Some(dir) => dir.clone(),
+            None => default_data_dir()?,
+        };
+        let listen = match &d.listen {
+            Some(text) => Listen::parse(text)?,
+            None => Listen::Unix(data_dir.join("cuzk.sock")),
+        };
+        let status_listen = match d.status_listen.as_deref() {
+            None | Some("") => None,
+            Some(text) => match Listen::parse(text)? {
+                Listen::Tcp(a) => Some(a),
+                Listen::Unix(_) => {
+                    return Err(DaemonError::Config(
+                        "status_listen must be host:port".into(),
+                    ))
+                }
+            },
+        };
+        let auth_token = match &d.auth_token_file {
+            Some(path) => {
+                let token = std::fs::read_to_string(path)
+                    .map_err(|e| {
+                        DaemonError::Config(format!("auth_token_file {}: {e}", path.display()))
+                    })?
+                    .trim()
+                    .to_string();
+                if token.len() < 16 {
+                    return Err(DaemonError::Config(format!(
+                        "auth_token_file {}: the token must be at least 16 characters",
+                        path.display()
+                    )));
+                }
+                Some(token)
+            }
+            None => None,
+        };
+        if !listen.is_local() && auth_token.is_none() {
+            return Err(DaemonError::Config(format!(
+                "listen {listen} is reachable from other machines: set [daemon] auth_token_file"
+            )));
+        }
+        let max_message_size = parse_size(d.max_message_size.as_deref().unwrap_or("128MiB"))?;
+        let memory_budget = match self.memory.total_budget.as_deref() {
+            None | Some("auto") => auto_budget(),
+            Some(size) => parse_size(size)?,
+        };
+        if !self.gpus.devices.is_empty() {
+            return Err(DaemonError::Config(format!(
+                "[gpus] devices = {:?}: this build has no GPU backend; leave it empty to prove on the CPU",
+                self.gpus.devices
+            )));
+        }
+        let cpu_workers = self.gpus.cpu_workers.unwrap_or(1);
+        if cpu_workers == 0 || cpu_workers > 256 {
+            return Err(DaemonError::Config(format!(
+                "[gpus] cpu_workers = {cpu_workers}: expected 1..=256"
+            )));
+        }
+        let param_cache = match &self.srs.param_cache {
+            Some(dir) => dir.clone(),
+            None => env_path("FIL_PROOFS_PARAMETER_CACHE")
+                .unwrap_or_else(|| PathBuf::from("/var/tmp/filecoin-proof-parameters")),
+        };
+        let pce_dir = self
+            .pce
+            .enabled
+            .unwrap_or(false)
+            .then(|| self.pce.dir.clone().unwrap_or_else(|| data_dir.join("pce")));
+        let max_attempts = self.scheduler.max_attempts.unwrap_or(3);
+        if max_attempts == 0 {
+            return Err(DaemonError::Config(
+                "[scheduler] max_attempts must be at least 1".into(),
+            ));
+        }
+        Ok(Resolved {
+            listen,
+            status_listen,
+            data_dir,
+            auth_token,
+            max_message_size: usize::try_from(max_message_size).unwrap_or(usize::MAX),
+            shutdown_grace: Duration::from_secs(d.shutdown_grace_secs.unwrap_or(30)),
+            spool_threshold: usize::try_from(parse_size(
+                d.spool_threshold.as_deref().unwrap_or("64KiB"),
+            )?)
+            .unwrap_or(usize::MAX),
+            memory_budget,
+            cpu_workers,
+            group_window: self.scheduler.group_window.unwrap_or(4),
+            retention: Duration::from_secs(
+                3600 * self.scheduler.result_retention_hours.unwrap_or(24),
+            ),
+            max_attempts,
+            param_cache,
+            generate_test_params: self.srs.generate_test_params.unwrap_or(false),
+            preload: self.srs.preload.clone(),
+            check_satisfied: self.pipeline.check_satisfied.unwrap_or(true),
+            pce_dir,
+            log_level: self.logging.level.clone().unwrap_or_else(|| "info".into()),
+        })
+    }
+}
+
+fn location(text: &str, e: &toml::de::Error) -> String {
+    match e.span() {
+        Some(span) => {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            format!(" (line {line})")
+        }
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_resolves_to_defaults() {
+        let mut c = Config::parse("").unwrap();
+        c.daemon.data_dir = Some("/tmp/x".into());
+        let r = c.resolve().unwrap();
+        assert_eq!(r.listen, Listen::Unix("/tmp/x/cuzk.sock".into()));
+        assert_eq!(r.max_message_size, 128 << 20);
+        assert_eq!(r.cpu_workers, 1);
+        assert!(r.status_listen.is_none());
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let err = Config::parse("[daemon]\nlisten = \"127.0.0.1:1\"\nlisen = 3\n").unwrap_err();
+        assert!(err.to_string().contains("lisen"), "{err}");
+        let err = Config::parse("[deamon]\n").unwrap_err();
+        assert!(err.to_string().contains("deamon"), "{err}");
+    }
+
+    #[test]
+    fn sizes_and_listeners() {
+        assert_eq!(parse_size("128MiB").unwrap(), 128 << 20);
+        assert_eq!(parse_size("2 GiB").unwrap(), 2 << 30);
+        assert_eq!(parse_size("10").unwrap(), 10);
+        assert!(parse_size("10 parsecs").is_err());
+        assert!(Listen::parse("unix://relative").is_err());
+        assert!(Listen::parse("127.0.0.1:0").unwrap().is_local());
+        assert!(!Listen::parse("0.0.0.0:9000").unwrap().is_local());
+    }
+
+    #[test]
+    fn public_tcp_needs_a_token_and_gpus_need_a_backend() {
+        let c =
+            Config::parse("[daemon]\nlisten = \"0.0.0.0:9000\"\ndata_dir = \"/tmp/x\"\n").unwrap();
+        assert!(c
+            .resolve()
+            .unwrap_err()
+            .to_string()
+            .contains("auth_token_file"));
+        let c = Config::parse("[daemon]\ndata_dir = \"/tmp/x\"\n[gpus]\ndevices = [0]\n").unwrap();
+        assert!(c.resolve().unwrap_err().to_string().contains("GPU backend"));
+    }
+}

@@ -1,0 +1,85 @@
+//! cuzk's proving daemon: the `cuzk.v1.ProvingEngine` gRPC service (the contract Curio's
+//! client speaks, `proto/cuzk/v1/proving.proto`) over cuzk-engine, with the standard health
+//! and reflection services, a bearer token and size limit in front of them, an HTTP status
+//! page, the TOML configuration, and a client.
+//!
+//! - [`config`]: the file's sections and keys, their defaults and checks.
+//! - [`server::run`]: the daemon until its shutdown signal.
+//! - [`service`]: the gRPC methods over the engine.
+//! - [`guard`]: the token and the message-size limit (RESOURCE_EXHAUSTED).
+//! - [`http`]: `/metrics`, `/status`, `/`.
+//! - [`client`], [`requests`]: connecting, and requests from `cuzk prove`'s job files.
+//!
+//! **Architecture Invariant:** only this crate (and the binary) reads configuration files or
+//! environment variables; the engine gets everything as values.
+
+#![forbid(unsafe_code)]
+
+pub mod client;
+pub mod config;
+pub mod guard;
+pub mod http;
+pub mod requests;
+pub mod server;
+pub mod service;
+
+pub use cuzk_engine as engine;
+// The crates a client (or a test) of the service needs, at the versions the service uses.
+pub use {tokio_stream, tonic, tonic_health, tonic_reflection};
+
+/// The generated messages, client and server of `cuzk.v1`.
+#[allow(missing_docs, clippy::all, missing_debug_implementations)]
+pub mod proto {
+    tonic::include_proto!("cuzk.v1");
+
+    /// The encoded file descriptor set of `cuzk.v1`, for server reflection.
+    pub const FILE_DESCRIPTOR_SET: &[u8] =
+        include_bytes!(concat!(env!("OUT_DIR"), "/cuzk_v1_descriptor.bin"));
+}
+
+/// Errors of the daemon.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// The configuration is invalid (the message names the key).
+    #[error("configuration: {0}")]
+    Config(String),
+    /// The engine failed to start or preload.
+    #[error(transparent)]
+    Engine(#[from] cuzk_engine::EngineError),
+    /// An I/O error on `path`.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Connecting to a daemon or building a request failed.
+    #[error("client: {0}")]
+    Client(String),
+}
+
+/// An error with its sources, `a: b: c`.
+pub fn error_text(e: &(dyn std::error::Error + 'static)) -> String {
+    cuzk_engine::error_chain(e)
+}
+
+/// Installs the global tracing subscriber: the telemetry recorder (the status page's
+/// waterfall) and log lines on stderr filtered by `level`. Returns the recorder's handle.
+pub fn init_logging(level: &str) -> Result<cuzk_engine::telemetry::RecorderHandle, DaemonError> {
+    use tracing_subscriber::prelude::*;
+    let filter = tracing_subscriber::EnvFilter::try_new(level)
+        .map_err(|e| DaemonError::Config(format!("[logging] level {level:?}: {e}")))?;
+    let (recorder, handle) = cuzk_engine::telemetry::Recorder::new();
+    tracing_subscriber::registry()
+        .with(recorder)
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(filter),
+        )
+        .try_init()
+        .map_err(|e| DaemonError::Config(format!("logging: {e}")))?;
+    Ok(handle)
+}

@@ -1,0 +1,269 @@
+//! Running the daemon: the data folder, the listeners, the gRPC services (ProvingEngine,
+//! `grpc.health.v1`, reflection) behind the guard, the HTTP status listener, the engine, and
+//! the graceful shutdown.
+
+use std::future::Future;
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use cuzk_engine::telemetry::RecorderHandle;
+use cuzk_engine::{CpuProofBackend, Engine, EngineConfig, ParamConfig, ProofBackend};
+use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
+
+use crate::config::{Listen, Resolved};
+use crate::guard::{GuardConfig, GuardLayer};
+use crate::proto::proving_engine_server::ProvingEngineServer;
+use crate::service::Service;
+use crate::DaemonError;
+
+/// What a running daemon writes to `<data_dir>/daemon.json` once it serves: how to reach it.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Endpoints {
+    /// The process id.
+    pub pid: u32,
+    /// The gRPC address (`unix:///...` or `host:port`, the port resolved).
+    pub listen: String,
+    /// The status page's URL, when on.
+    pub status_url: Option<String>,
+}
+
+/// The file [`Endpoints`] are written to.
+pub fn endpoints_file(data_dir: &Path) -> PathBuf {
+    data_dir.join("daemon.json")
+}
+
+/// Creates the data folder (mode 0700) or checks that this user owns it.
+fn own_data_dir(dir: &Path) -> Result<(), DaemonError> {
+    let io = |e: std::io::Error| DaemonError::Io {
+        path: dir.to_path_buf(),
+        source: e,
+    };
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(io)?;
+    }
+    let meta = std::fs::metadata(dir).map_err(io)?;
+    // /proc/self belongs to the process's effective user.
+    let me = std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .map_err(io)?;
+    if meta.uid() != me {
+        return Err(DaemonError::Config(format!(
+            "data_dir {} belongs to uid {}, not this user ({me})",
+            dir.display(),
+            meta.uid()
+        )));
+    }
+    Ok(())
+}
+
+/// Binds the unix socket with mode 0660, replacing a stale socket but never a live daemon's.
+fn bind_unix(path: &Path) -> Result<tokio::net::UnixListener, DaemonError> {
+    let io = |e: std::io::Error| DaemonError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            return Err(DaemonError::Config(format!(
+                "{} exists and is not a socket",
+                path.display()
+            )));
+        }
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(DaemonError::Config(format!(
+                "another daemon is serving on {}",
+                path.display()
+            )));
+        }
+        std::fs::remove_file(path).map_err(io)?;
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(io)?;
+    }
+    let listener = tokio::net::UnixListener::bind(path).map_err(io)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660)).map_err(io)?;
+    Ok(listener)
+}
+
+/// Runs the daemon until `shutdown` resolves, then stops gracefully.
+pub async fn run(
+    config: Resolved,
+    telemetry: Option<RecorderHandle>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), DaemonError> {
+    own_data_dir(&config.data_dir)?;
+    let engine_cell: Arc<OnceLock<Arc<Engine>>> = Arc::default();
+    let (mut health, health_service) = tonic_health::server::health_reporter();
+    health
+        .set_not_serving::<ProvingEngineServer<Service>>()
+        .await;
+    let reflection_v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .map_err(|e| DaemonError::Config(format!("reflection: {e}")))?;
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()
+        .map_err(|e| DaemonError::Config(format!("reflection: {e}")))?;
+    let engine_service = ProvingEngineServer::new(Service::new(Arc::clone(&engine_cell)))
+        .max_decoding_message_size(config.max_message_size)
+        .max_encoding_message_size(usize::MAX);
+    let guard = GuardLayer::new(GuardConfig {
+        token: config.auth_token.as_deref().map(Arc::from),
+        max_message_size: config.max_message_size,
+    });
+    let router = tonic::transport::Server::builder()
+        .layer(guard)
+        .add_service(health_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .add_service(engine_service);
+
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let stop = async move {
+        let _ = stop_rx.await;
+    };
+    let (listen_text, grpc) = match &config.listen {
+        Listen::Unix(path) => {
+            let listener = bind_unix(path)?;
+            let incoming = UnixListenerStream::new(listener);
+            (
+                config.listen.to_string(),
+                tokio::spawn(router.serve_with_incoming_shutdown(incoming, stop)),
+            )
+        }
+        Listen::Tcp(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| DaemonError::Config(format!("listen {addr}: {e}")))?;
+            let local = listener.local_addr().map_err(|e| DaemonError::Io {
+                path: PathBuf::from(addr.to_string()),
+                source: e,
+            })?;
+            let incoming = TcpListenerStream::new(listener);
+            (
+                local.to_string(),
+                tokio::spawn(router.serve_with_incoming_shutdown(incoming, stop)),
+            )
+        }
+    };
+
+    let (http_stop_tx, http_stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let mut status_url = None;
+    let http = match config.status_listen {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| DaemonError::Config(format!("status_listen {addr}: {e}")))?;
+            let local = listener.local_addr().map_err(|e| DaemonError::Io {
+                path: PathBuf::from(addr.to_string()),
+                source: e,
+            })?;
+            status_url = Some(format!("http://{local}/"));
+            let app = crate::http::router(Arc::clone(&engine_cell));
+            Some(tokio::spawn(async move {
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(async move {
+                        let _ = http_stop_rx.await;
+                    })
+                    .await
+            }))
+        }
+        None => None,
+    };
+
+    // The engine: the journal read, the workers started, the preloads made; then it serves.
+    let engine_config = EngineConfig {
+        data_dir: config.data_dir.clone(),
+        params: ParamConfig {
+            filecoin_dir: config.param_cache.clone(),
+            synthetic_dir: config.data_dir.join("params"),
+            generate_test_params: config.generate_test_params,
+            budget_bytes: config.memory_budget,
+        },
+        group_window: config.group_window as usize,
+        retention: config.retention,
+        max_attempts: config.max_attempts,
+        spool_threshold: config.spool_threshold,
+        pce_dir: config.pce_dir.clone(),
+    };
+    let backends: Vec<Arc<dyn ProofBackend>> = (0..config.cpu_workers)
+        .map(|_| Arc::new(CpuProofBackend::new(config.check_satisfied)) as Arc<dyn ProofBackend>)
+        .collect();
+    let preload = config.preload.clone();
+    let engine = tokio::task::spawn_blocking(move || -> Result<Engine, DaemonError> {
+        let engine = Engine::start(engine_config, backends, telemetry)?;
+        for id in &preload {
+            let (_, load) = engine.params().preload(id)?;
+            tracing::info!(circuit = %id, ms = load.as_millis() as u64, "preloaded");
+        }
+        Ok(engine)
+    })
+    .await
+    .map_err(|e| DaemonError::Config(format!("engine start: {e}")))??;
+    let engine = Arc::new(engine);
+    let _ = engine_cell.set(Arc::clone(&engine));
+    health.set_serving::<ProvingEngineServer<Service>>().await;
+    health
+        .set_service_status("", tonic_health::ServingStatus::Serving)
+        .await;
+
+    let endpoints = Endpoints {
+        pid: std::process::id(),
+        listen: listen_text.clone(),
+        status_url: status_url.clone(),
+    };
+    let path = endpoints_file(&config.data_dir);
+    let json = serde_json::to_string_pretty(&endpoints).expect("plain struct");
+    std::fs::write(&path, json).map_err(|e| DaemonError::Io { path, source: e })?;
+    tracing::info!(listen = %listen_text, status = ?status_url, "serving");
+    println!(
+        "cuzk daemon: serving on {listen_text}{}",
+        status_url
+            .as_deref()
+            .map(|u| format!(", status page {u}"))
+            .unwrap_or_default()
+    );
+
+    tokio::pin!(grpc);
+    let early = tokio::select! {
+        _ = shutdown => None,
+        r = &mut grpc => Some(r),
+    };
+    if let Some(r) = early {
+        let r = r.map_err(|e| DaemonError::Config(format!("gRPC server task: {e}")))?;
+        return r.map_err(|e| DaemonError::Config(format!("gRPC server: {e}")));
+    }
+    tracing::info!("shutting down: no new jobs; running ones get the grace period");
+    health
+        .set_not_serving::<ProvingEngineServer<Service>>()
+        .await;
+    health
+        .set_service_status("", tonic_health::ServingStatus::NotServing)
+        .await;
+    let grace = config.shutdown_grace;
+    let stopping = Arc::clone(&engine);
+    tokio::task::spawn_blocking(move || stopping.shutdown(grace))
+        .await
+        .map_err(|e| DaemonError::Config(format!("engine shutdown: {e}")))?;
+    let _ = stop_tx.send(());
+    let _ = http_stop_tx.send(());
+    // Open streams (awaiters) are dropped by the server's graceful stop; do not hang on them.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), grpc).await;
+    if let Some(http) = http {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), http).await;
+    }
+    if let Listen::Unix(path) = &config.listen {
+        let _ = std::fs::remove_file(path);
+    }
+    let _ = std::fs::remove_file(endpoints_file(&config.data_dir));
+    println!("cuzk daemon: stopped");
+    Ok(())
+}

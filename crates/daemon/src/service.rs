@@ -1,0 +1,257 @@
+//! The `cuzk.v1.ProvingEngine` service over the engine. Engine calls block (journal syncs,
+//! waits), so each runs on tokio's blocking pool.
+
+// tonic's `Status` is the error type of every gRPC method; boxing it here would only be undone.
+#![allow(clippy::result_large_err)]
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use cuzk_engine::{Engine, EngineError, JobOutcome, JobRequest, JobState, Priority, ProofKind};
+use tonic::{Request, Response, Status};
+
+use crate::proto::{self, await_proof_response, proving_engine_server::ProvingEngine, srs_status};
+
+/// The service; answers UNAVAILABLE until the engine is set (started and ready).
+#[derive(Clone, Debug, Default)]
+pub struct Service {
+    engine: Arc<OnceLock<Arc<Engine>>>,
+}
+
+impl Service {
+    /// A service with no engine yet.
+    pub fn new(engine: Arc<OnceLock<Arc<Engine>>>) -> Self {
+        Self { engine }
+    }
+
+    fn engine(&self) -> Result<Arc<Engine>, Status> {
+        self.engine
+            .get()
+            .cloned()
+            .ok_or_else(|| Status::unavailable("the engine is starting"))
+    }
+
+    /// Runs `f` on the blocking pool with the engine.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Engine) -> Result<T, EngineError> + Send + 'static,
+    ) -> Result<T, Status> {
+        let engine = self.engine()?;
+        tokio::task::spawn_blocking(move || f(&engine))
+            .await
+            .map_err(|e| Status::internal(format!("engine task: {e}")))?
+            .map_err(status_of)
+    }
+}
+
+/// The gRPC status of an engine error.
+pub fn status_of(e: EngineError) -> Status {
+    let message = cuzk_engine::error_chain(&e);
+    match e {
+        EngineError::UnknownJob(_) => Status::not_found(message),
+        EngineError::ShuttingDown => Status::unavailable(message),
+        EngineError::InUse(_) => Status::failed_precondition(message),
+        EngineError::MissingParameters { .. } => Status::failed_precondition(message),
+        ref e if e.is_bad_input() => Status::invalid_argument(message),
+        _ => Status::internal(message),
+    }
+}
+
+/// The engine's request from the wire's.
+pub fn job_request(r: proto::SubmitProofRequest) -> Result<JobRequest, EngineError> {
+    Ok(JobRequest {
+        kind: ProofKind::from_number(r.proof_kind)?,
+        priority: Priority::from_number(r.priority)?,
+        request_id: r.request_id,
+        sector_size: r.sector_size,
+        registered_proof: r.registered_proof,
+        vanilla_proof: r.vanilla_proof,
+        vanilla_proofs: r.vanilla_proofs,
+        sector_number: r.sector_number,
+        miner_id: r.miner_id,
+        randomness: r.randomness,
+        partition_index: r.partition_index,
+        comm_r_old: r.comm_r_old,
+        comm_r_new: r.comm_r_new,
+        comm_d_new: r.comm_d_new,
+    })
+}
+
+fn await_response(o: JobOutcome) -> proto::AwaitProofResponse {
+    use await_proof_response::Status as S;
+    let status = match o.state {
+        JobState::Completed => S::Completed,
+        JobState::Failed => S::Failed,
+        JobState::Cancelled => S::Cancelled,
+        JobState::Pending | JobState::Running => S::Timeout,
+    };
+    let ms = |d: Duration| d.as_millis() as u64;
+    proto::AwaitProofResponse {
+        job_id: o.job_id,
+        status: status as i32,
+        proof: o.proof,
+        error_message: o.error,
+        queue_wait_ms: ms(o.timings.queue_wait),
+        srs_load_ms: ms(o.timings.param_load),
+        synthesis_ms: ms(o.timings.synthesis),
+        gpu_compute_ms: ms(o.timings.proving),
+        total_ms: ms(o.timings.total),
+        started_unix_ms: o.started_ms,
+        finished_unix_ms: o.finished_ms,
+    }
+}
+
+fn timeout(ms: u64) -> Option<Duration> {
+    (ms != 0).then(|| Duration::from_millis(ms))
+}
+
+#[tonic::async_trait]
+impl ProvingEngine for Service {
+    async fn submit_proof(
+        &self,
+        request: Request<proto::SubmitProofRequest>,
+    ) -> Result<Response<proto::SubmitProofResponse>, Status> {
+        let r = job_request(request.into_inner()).map_err(status_of)?;
+        let s = self.blocking(move |e| e.submit(r)).await?;
+        Ok(Response::new(proto::SubmitProofResponse {
+            job_id: s.job_id,
+            queue_position: s.queue_position,
+            assigned_gpu: String::new(),
+        }))
+    }
+
+    async fn await_proof(
+        &self,
+        request: Request<proto::AwaitProofRequest>,
+    ) -> Result<Response<proto::AwaitProofResponse>, Status> {
+        let r = request.into_inner();
+        let wait = timeout(r.timeout_ms);
+        let o = self.blocking(move |e| e.await_job(&r.job_id, wait)).await?;
+        Ok(Response::new(await_response(o)))
+    }
+
+    async fn prove(
+        &self,
+        request: Request<proto::ProveRequest>,
+    ) -> Result<Response<proto::ProveResponse>, Status> {
+        let submit = request
+            .into_inner()
+            .submit
+            .ok_or_else(|| Status::invalid_argument("ProveRequest.submit is missing"))?;
+        let r = job_request(submit).map_err(status_of)?;
+        let o = self
+            .blocking(move |e| {
+                let s = e.submit(r)?;
+                e.await_job(&s.job_id, None)
+            })
+            .await?;
+        Ok(Response::new(proto::ProveResponse {
+            result: Some(await_response(o)),
+        }))
+    }
+
+    async fn cancel_proof(
+        &self,
+        request: Request<proto::CancelProofRequest>,
+    ) -> Result<Response<proto::CancelProofResponse>, Status> {
+        let id = request.into_inner().job_id;
+        let was_running = self.blocking(move |e| e.cancel(&id)).await?;
+        Ok(Response::new(proto::CancelProofResponse { was_running }))
+    }
+
+    async fn get_status(
+        &self,
+        _request: Request<proto::GetStatusRequest>,
+    ) -> Result<Response<proto::GetStatusResponse>, Status> {
+        let engine = self.engine()?;
+        let s = engine.status();
+        let budget = engine.params().config().budget_bytes;
+        let hot: u64 = engine
+            .params()
+            .bytes_by_tier()
+            .iter()
+            .filter(|(t, _)| *t == cuzk_engine::Tier::Hot)
+            .map(|(_, b)| *b)
+            .sum();
+        Ok(Response::new(proto::GetStatusResponse {
+            // The wire's device list: one entry per worker (the CPU backend's workers report
+            // as devices too, with no VRAM), so a scheduler sees what each host runs.
+            gpus: s
+                .workers
+                .iter()
+                .map(|w| proto::GpuStatus {
+                    ordinal: w.index,
+                    name: w.device.clone(),
+                    vram_total_bytes: 0,
+                    vram_free_bytes: 0,
+                    current_job_id: w.current_job_id.clone().unwrap_or_default(),
+                    current_proof_kind: w.current_kind.clone().unwrap_or_default(),
+                })
+                .collect(),
+            loaded_srs: s
+                .params
+                .iter()
+                .map(|p| proto::SrsStatus {
+                    circuit_id: p.circuit_id.clone(),
+                    tier: match p.tier {
+                        cuzk_engine::Tier::Hot => srs_status::Tier::Hot,
+                        cuzk_engine::Tier::Warm => srs_status::Tier::Warm,
+                        cuzk_engine::Tier::Cold => srs_status::Tier::Cold,
+                    } as i32,
+                    size_bytes: p.size_bytes,
+                    ref_count: p.ref_count,
+                })
+                .collect(),
+            queues: s
+                .queues
+                .iter()
+                .map(|q| proto::QueueStatus {
+                    proof_kind: q.kind.clone(),
+                    pending: q.pending,
+                    in_progress: q.in_progress,
+                })
+                .collect(),
+            total_proofs_completed: s.completed,
+            total_proofs_failed: s.failed,
+            uptime_seconds: s.uptime_seconds,
+            // No pinned memory on the CPU backend: the hot tier is ordinary memory, reported
+            // here against its budget.
+            pinned_memory_bytes: hot,
+            pinned_memory_limit_bytes: budget,
+        }))
+    }
+
+    async fn get_metrics(
+        &self,
+        _request: Request<proto::GetMetricsRequest>,
+    ) -> Result<Response<proto::GetMetricsResponse>, Status> {
+        let engine = self.engine()?;
+        Ok(Response::new(proto::GetMetricsResponse {
+            prometheus_text: engine.metrics_text(),
+        }))
+    }
+
+    async fn preload_srs(
+        &self,
+        request: Request<proto::PreloadSrsRequest>,
+    ) -> Result<Response<proto::PreloadSrsResponse>, Status> {
+        let id = request.into_inner().circuit_id;
+        let (already_loaded, load) = self.blocking(move |e| e.params().preload(&id)).await?;
+        Ok(Response::new(proto::PreloadSrsResponse {
+            already_loaded,
+            load_time_ms: load.as_millis() as u64,
+        }))
+    }
+
+    async fn evict_srs(
+        &self,
+        request: Request<proto::EvictSrsRequest>,
+    ) -> Result<Response<proto::EvictSrsResponse>, Status> {
+        let id = request.into_inner().circuit_id;
+        let (was_loaded, freed_bytes) = self.blocking(move |e| e.params().evict(&id)).await?;
+        Ok(Response::new(proto::EvictSrsResponse {
+            was_loaded,
+            freed_bytes,
+        }))
+    }
+}

@@ -1,0 +1,398 @@
+//! The job journal: one SQLite row per accepted job (WAL mode, synchronous FULL, so a commit
+//! survives a crash), holding its small fields, its state and, once it ends, its result.
+//!
+//! The large inputs live in spool files ([`crate::spool`]); a row is inserted only after its
+//! spool file is synced, so every row's inputs are on disk. On start, rows that were pending
+//! or running are queued again (in their original order), ended rows older than the retention
+//! are deleted, and the rest answer `await` as before the restart.
+
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::job::{JobRequest, JobState, JobTimings, Priority, ProofKind};
+use crate::EngineError;
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// A journal row as read back on start.
+#[derive(Clone, Debug)]
+pub struct JournalRow {
+    /// Submission order.
+    pub seq: u64,
+    /// The job's id.
+    pub job_id: String,
+    /// The request without its spooled inputs (empty here; read from the spool).
+    pub request: JobRequest,
+    /// Its state when the journal was last written.
+    pub state: JobState,
+    /// When it was submitted (ms since the epoch).
+    pub submitted_ms: u64,
+    /// How many times a worker has started it.
+    pub attempts: u32,
+    /// Its proof, when completed.
+    pub proof: Vec<u8>,
+    /// Its error, when failed or cancelled.
+    pub error: String,
+    /// Its timings, when ended.
+    pub timings: JobTimings,
+    /// When a worker last started it (ms since the epoch; 0: never).
+    pub started_ms: u64,
+    /// When it ended (ms since the epoch; 0: not yet).
+    pub finished_ms: u64,
+}
+
+/// The journal database.
+#[derive(Debug)]
+pub struct Journal {
+    conn: Connection,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS jobs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id TEXT NOT NULL UNIQUE,
+    request_id TEXT UNIQUE,
+    kind INTEGER NOT NULL,
+    priority INTEGER NOT NULL,
+    sector_size INTEGER NOT NULL,
+    registered_proof INTEGER NOT NULL,
+    sector_number INTEGER NOT NULL,
+    miner_id INTEGER NOT NULL,
+    partition_index INTEGER NOT NULL,
+    randomness BLOB NOT NULL,
+    comm_r_old BLOB NOT NULL,
+    comm_r_new BLOB NOT NULL,
+    comm_d_new BLOB NOT NULL,
+    payload BLOB,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    submitted_ms INTEGER NOT NULL,
+    started_ms INTEGER,
+    finished_ms INTEGER,
+    proof BLOB,
+    error TEXT,
+    queue_wait_ms INTEGER,
+    param_load_ms INTEGER,
+    synthesis_ms INTEGER,
+    proving_ms INTEGER,
+    total_ms INTEGER
+);
+CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state);
+";
+
+fn sql_err(e: rusqlite::Error) -> EngineError {
+    EngineError::Journal(e)
+}
+
+fn ms(d: Duration) -> i64 {
+    d.as_millis() as i64
+}
+
+impl Journal {
+    /// Opens (or creates) the journal at `path` in WAL mode with full syncs.
+    pub fn open(path: &Path) -> Result<Self, EngineError> {
+        let conn = Connection::open(path).map_err(sql_err)?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .map_err(sql_err)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!(mode, "the journal could not switch to WAL mode");
+        }
+        conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA busy_timeout=5000;")
+            .map_err(sql_err)?;
+        conn.execute_batch(SCHEMA).map_err(sql_err)?;
+        Ok(Self { conn })
+    }
+
+    /// Journals a new pending job, durably (synced to disk), with its inputs' checked encoding
+    /// inline (`payload`) or in a spool file already synced (`None`); returns its sequence
+    /// number.
+    pub fn insert(
+        &self,
+        job_id: &str,
+        r: &JobRequest,
+        payload: Option<&[u8]>,
+        submitted_ms: u64,
+    ) -> Result<u64, EngineError> {
+        let request_id = (!r.request_id.is_empty()).then_some(r.request_id.as_str());
+        self.conn
+            .execute(
+                "INSERT INTO jobs (job_id, request_id, kind, priority, sector_size,
+                 registered_proof, sector_number, miner_id, partition_index, randomness,
+                 comm_r_old, comm_r_new, comm_d_new, state, submitted_ms, payload)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'pending', ?14,
+                 ?15)",
+                params![
+                    job_id,
+                    request_id,
+                    r.kind.number(),
+                    r.priority.number(),
+                    r.sector_size as i64,
+                    r.registered_proof as i64,
+                    r.sector_number as i64,
+                    r.miner_id as i64,
+                    r.partition_index,
+                    r.randomness,
+                    r.comm_r_old,
+                    r.comm_r_new,
+                    r.comm_d_new,
+                    submitted_ms as i64,
+                    payload,
+                ],
+            )
+            .map_err(sql_err)?;
+        Ok(self.conn.last_insert_rowid() as u64)
+    }
+
+    /// The inline inputs of a job (None: they are in its spool file).
+    pub fn payload(&self, job_id: &str) -> Result<Option<Vec<u8>>, EngineError> {
+        self.conn
+            .query_row(
+                "SELECT payload FROM jobs WHERE job_id = ?1",
+                [job_id],
+                |r| r.get::<_, Option<Vec<u8>>>(0),
+            )
+            .optional()
+            .map(Option::flatten)
+            .map_err(sql_err)
+    }
+
+    /// Runs `f` with commits synced to the OS but not to the disk (SQLite's synchronous
+    /// NORMAL in WAL mode): such a commit survives the process being killed, not a power
+    /// loss. For state changes whose loss only makes a job run again.
+    fn relaxed<T>(&self, f: impl FnOnce() -> Result<T, EngineError>) -> Result<T, EngineError> {
+        self.conn
+            .execute_batch("PRAGMA synchronous=NORMAL")
+            .map_err(sql_err)?;
+        let out = f();
+        self.conn
+            .execute_batch("PRAGMA synchronous=FULL")
+            .map_err(sql_err)?;
+        out
+    }
+
+    /// The job journaled under `request_id`, if any.
+    pub fn find_request(&self, request_id: &str) -> Result<Option<String>, EngineError> {
+        self.conn
+            .query_row(
+                "SELECT job_id FROM jobs WHERE request_id = ?1",
+                [request_id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(sql_err)
+    }
+
+    /// Marks a job running (one more attempt), started at `started_ms`. Survives a crash of
+    /// the process; after a power loss the job is pending again, which only runs it again.
+    pub fn mark_running(&self, job_id: &str, started_ms: u64) -> Result<(), EngineError> {
+        self.relaxed(|| {
+            self.conn
+                .execute(
+                    "UPDATE jobs SET state = 'running', attempts = attempts + 1, started_ms = ?2
+                     WHERE job_id = ?1",
+                    params![job_id, started_ms as i64],
+                )
+                .map_err(sql_err)?;
+            Ok(())
+        })
+    }
+
+    /// Puts a job back to pending (interrupted by a shutdown; it runs again on restart).
+    pub fn mark_pending(&self, job_id: &str) -> Result<(), EngineError> {
+        self.conn
+            .execute(
+                "UPDATE jobs SET state = 'pending' WHERE job_id = ?1",
+                [job_id],
+            )
+            .map_err(sql_err)?;
+        Ok(())
+    }
+
+    /// Records a job's end at `finished_ms`: its state, proof or error, and timings, and drops
+    /// its inline inputs. Survives a crash of the process; after a power loss the job may run
+    /// again.
+    pub fn finish(
+        &self,
+        job_id: &str,
+        state: JobState,
+        proof: &[u8],
+        error: &str,
+        t: &JobTimings,
+        finished_ms: u64,
+    ) -> Result<(), EngineError> {
+        self.relaxed(|| self.finish_row(job_id, state, proof, error, t, finished_ms))
+    }
+
+    fn finish_row(
+        &self,
+        job_id: &str,
+        state: JobState,
+        proof: &[u8],
+        error: &str,
+        t: &JobTimings,
+        finished_ms: u64,
+    ) -> Result<(), EngineError> {
+        self.conn
+            .execute(
+                "UPDATE jobs SET state = ?2, proof = ?3, error = ?4, finished_ms = ?5, payload = NULL,
+                 queue_wait_ms = ?6, param_load_ms = ?7, synthesis_ms = ?8, proving_ms = ?9,
+                 total_ms = ?10 WHERE job_id = ?1",
+                params![
+                    job_id,
+                    state.name(),
+                    proof,
+                    error,
+                    finished_ms as i64,
+                    ms(t.queue_wait),
+                    ms(t.param_load),
+                    ms(t.synthesis),
+                    ms(t.proving),
+                    ms(t.total),
+                ],
+            )
+            .map_err(sql_err)?;
+        Ok(())
+    }
+
+    /// Deletes ended jobs that finished more than `retention` ago; returns how many.
+    pub fn purge(&self, retention: Duration) -> Result<usize, EngineError> {
+        let cutoff = now_ms().saturating_sub(retention.as_millis() as u64) as i64;
+        self.conn
+            .execute(
+                "DELETE FROM jobs WHERE finished_ms IS NOT NULL AND finished_ms < ?1
+                 AND state IN ('completed', 'failed', 'cancelled')",
+                [cutoff],
+            )
+            .map_err(sql_err)
+    }
+
+    /// Every row, in submission order.
+    pub fn load(&self) -> Result<Vec<JournalRow>, EngineError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT seq, job_id, request_id, kind, priority, sector_size, registered_proof,
+                 sector_number, miner_id, partition_index, randomness, comm_r_old, comm_r_new,
+                 comm_d_new, state, submitted_ms, attempts, proof, error, queue_wait_ms,
+                 param_load_ms, synthesis_ms, proving_ms, total_ms, started_ms, finished_ms
+                 FROM jobs ORDER BY seq",
+            )
+            .map_err(sql_err)?;
+        let rows = stmt
+            .query_map([], |r| {
+                let d = |i: usize| -> rusqlite::Result<Duration> {
+                    Ok(Duration::from_millis(
+                        r.get::<_, Option<i64>>(i)?.unwrap_or(0) as u64,
+                    ))
+                };
+                Ok((
+                    r.get::<_, i32>(3)?,
+                    r.get::<_, i32>(4)?,
+                    r.get::<_, String>(14)?,
+                    JournalRow {
+                        seq: r.get::<_, i64>(0)? as u64,
+                        job_id: r.get(1)?,
+                        request: JobRequest {
+                            request_id: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+                            sector_size: r.get::<_, i64>(5)? as u64,
+                            registered_proof: r.get::<_, i64>(6)? as u64,
+                            sector_number: r.get::<_, i64>(7)? as u64,
+                            miner_id: r.get::<_, i64>(8)? as u64,
+                            partition_index: r.get(9)?,
+                            randomness: r.get(10)?,
+                            comm_r_old: r.get(11)?,
+                            comm_r_new: r.get(12)?,
+                            comm_d_new: r.get(13)?,
+                            ..JobRequest::new(ProofKind::Synthetic)
+                        },
+                        state: JobState::Pending,
+                        submitted_ms: r.get::<_, i64>(15)? as u64,
+                        attempts: r.get(16)?,
+                        proof: r.get::<_, Option<Vec<u8>>>(17)?.unwrap_or_default(),
+                        error: r.get::<_, Option<String>>(18)?.unwrap_or_default(),
+                        timings: JobTimings {
+                            queue_wait: d(19)?,
+                            param_load: d(20)?,
+                            synthesis: d(21)?,
+                            proving: d(22)?,
+                            total: d(23)?,
+                        },
+                        started_ms: r.get::<_, Option<i64>>(24)?.unwrap_or(0) as u64,
+                        finished_ms: r.get::<_, Option<i64>>(25)?.unwrap_or(0) as u64,
+                    },
+                ))
+            })
+            .map_err(sql_err)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (kind, priority, state, mut row) = row.map_err(sql_err)?;
+            row.request.kind = ProofKind::from_number(kind)?;
+            row.request.priority = Priority::from_number(priority)?;
+            row.state = JobState::from_name(&state).ok_or_else(|| {
+                EngineError::InvalidRequest(format!("journal: unknown state {state:?}"))
+            })?;
+            out.push(row);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_survive_reopening_and_ended_rows_expire() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.sqlite");
+        {
+            let j = Journal::open(&path).unwrap();
+            let mut r = JobRequest::synthetic(8, 1);
+            r.request_id = "req-1".into();
+            r.priority = Priority::High;
+            r.randomness = vec![7; 32];
+            j.insert("a", &r, Some(b"abc"), 1).unwrap();
+            j.insert("b", &JobRequest::synthetic(8, 2), None, 2)
+                .unwrap();
+            assert_eq!(j.payload("a").unwrap().as_deref(), Some(&b"abc"[..]));
+            assert_eq!(j.payload("b").unwrap(), None);
+            j.mark_running("a", 5).unwrap();
+            let t = JobTimings {
+                total: Duration::from_millis(42),
+                ..Default::default()
+            };
+            j.finish("b", JobState::Completed, &[1, 2], "", &t, now_ms())
+                .unwrap();
+            assert_eq!(j.find_request("req-1").unwrap().as_deref(), Some("a"));
+            assert!(
+                j.insert("c", &r, None, 3).is_err(),
+                "request ids are unique"
+            );
+        }
+        let j = Journal::open(&path).unwrap();
+        let rows = j.load().unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].job_id, "a");
+        assert_eq!(rows[0].state, JobState::Running);
+        assert_eq!(rows[0].attempts, 1);
+        assert_eq!(rows[0].started_ms, 5);
+        assert_eq!(rows[0].request.priority, Priority::High);
+        assert_eq!(rows[0].request.randomness, vec![7; 32]);
+        assert_eq!(rows[1].state, JobState::Completed);
+        assert_eq!(rows[1].proof, vec![1, 2]);
+        assert_eq!(rows[1].timings.total, Duration::from_millis(42));
+        assert_eq!(j.purge(Duration::from_secs(3600)).unwrap(), 0);
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(j.purge(Duration::ZERO).unwrap(), 1);
+        assert_eq!(j.load().unwrap().len(), 1);
+    }
+}

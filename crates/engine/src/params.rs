@@ -1,0 +1,651 @@
+//! The parameter manager: every circuit's Groth16 parameters, keyed by circuit id (`porep-2k`,
+//! `porep-32g`, `winning-2k`, `wpost-2k`, `snap-2k`, `synthetic-10`), in one of three tiers.
+//!
+//! - **hot**: decoded in memory, ready for the prover (pinned host memory once a GPU backend
+//!   exists); counted against the memory budget.
+//! - **warm**: the file memory-mapped with its structure validated (the page cache holds it);
+//!   becoming hot needs only the decode.
+//! - **cold**: on disk only.
+//!
+//! A job leases its circuit's parameters for as long as it proves ([`ParamLease`]); the first
+//! lease loads them (the job reports that time), later ones find them hot and report zero.
+//! When hot parameters exceed the budget the least recently used ones that no job holds are
+//! demoted to warm; parameters in use are never demoted, even over budget. Filecoin files are
+//! read from the configured parameter cache under filecoin-proofs' names; test sector sizes
+//! (2 KiB, 8 MiB) and synthetic circuits are generated there on first use when allowed.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use cuzk_filecoin::post::PostKind;
+use cuzk_filecoin::{ParamFiles, RegisteredSealProof};
+use cuzk_groth16::{Check, MappedParameters, Parameters};
+
+use crate::job::ProofKind;
+use crate::synthetic::SyntheticInput;
+use crate::EngineError;
+
+/// The seed of generated test parameters (the same as `cuzk params` and `cuzk prove`, so they
+/// share the cache folder).
+pub const TEST_PARAMS_SEED: u64 = 0;
+
+/// Largest sector size whose parameters may be generated (test sizes only).
+const MAX_GENERATED_SECTOR: u64 = 8 << 20;
+
+/// A circuit whose parameters the manager holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Circuit {
+    /// PoRep C2 of a sector size.
+    Porep(u64),
+    /// WinningPoSt of a sector size.
+    Winning(u64),
+    /// One WindowPoSt partition of a sector size.
+    Window(u64),
+    /// SnapDeals of a sector size.
+    Snap(u64),
+    /// The synthetic circuit of 2^n constraints.
+    Synthetic(u32),
+}
+
+fn size_suffix(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 4] = [
+        (1 << 40, "t"),
+        (1 << 30, "g"),
+        (1 << 20, "m"),
+        (1 << 10, "k"),
+    ];
+    for (unit, suffix) in UNITS {
+        if bytes >= unit && bytes % unit == 0 {
+            return format!("{}{suffix}", bytes / unit);
+        }
+    }
+    bytes.to_string()
+}
+
+fn parse_suffix(text: &str) -> Option<u64> {
+    let (digits, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit())?);
+    let n: u64 = digits.parse().ok()?;
+    let shift = match unit {
+        "k" => 10,
+        "m" => 20,
+        "g" => 30,
+        "t" => 40,
+        _ => return None,
+    };
+    n.checked_mul(1 << shift)
+}
+
+impl Circuit {
+    /// The circuit a job of `kind` and `sector_size` proves (synthetic: `log_size`).
+    pub fn of(kind: ProofKind, sector_size: u64) -> Self {
+        match kind {
+            ProofKind::PorepSealCommit => Circuit::Porep(sector_size),
+            ProofKind::WinningPost => Circuit::Winning(sector_size),
+            ProofKind::WindowPost => Circuit::Window(sector_size),
+            ProofKind::SnapDealsUpdate => Circuit::Snap(sector_size),
+            ProofKind::Synthetic => Circuit::Synthetic(sector_size as u32),
+        }
+    }
+
+    /// The circuit id: `porep-32g`, `winning-2k`, `wpost-2k`, `snap-2k`, `synthetic-10`.
+    pub fn id(self) -> String {
+        match self {
+            Circuit::Porep(s) => format!("porep-{}", size_suffix(s)),
+            Circuit::Winning(s) => format!("winning-{}", size_suffix(s)),
+            Circuit::Window(s) => format!("wpost-{}", size_suffix(s)),
+            Circuit::Snap(s) => format!("snap-{}", size_suffix(s)),
+            Circuit::Synthetic(n) => format!("synthetic-{n}"),
+        }
+    }
+
+    /// The circuit of an id.
+    pub fn parse(id: &str) -> Result<Self, EngineError> {
+        let unknown = || EngineError::UnknownCircuit(id.to_string());
+        let (family, size) = id.split_once('-').ok_or_else(unknown)?;
+        if family == "synthetic" {
+            let n: u32 = size.parse().map_err(|_| unknown())?;
+            if !crate::synthetic::LOG_SIZES.contains(&n) {
+                return Err(unknown());
+            }
+            return Ok(Circuit::Synthetic(n));
+        }
+        let bytes = parse_suffix(size).ok_or_else(unknown)?;
+        RegisteredSealProof::v1_1(bytes).map_err(|_| unknown())?;
+        match family {
+            "porep" => Ok(Circuit::Porep(bytes)),
+            "winning" => Ok(Circuit::Winning(bytes)),
+            "wpost" => Ok(Circuit::Window(bytes)),
+            "snap" => Ok(Circuit::Snap(bytes)),
+            _ => Err(unknown()),
+        }
+    }
+
+    /// The circuit's files in `filecoin_dir` (Filecoin kinds, filecoin-proofs' names) or
+    /// `synthetic_dir`.
+    pub fn files(
+        self,
+        filecoin_dir: &Path,
+        synthetic_dir: &Path,
+    ) -> Result<ParamFiles, EngineError> {
+        Ok(match self {
+            Circuit::Porep(s) => {
+                cuzk_filecoin::porep::param_files(filecoin_dir, RegisteredSealProof::v1_1(s)?)?
+            }
+            Circuit::Winning(s) => {
+                cuzk_filecoin::post::post_param_files(filecoin_dir, PostKind::Winning, s)?
+            }
+            Circuit::Window(s) => {
+                cuzk_filecoin::post::post_param_files(filecoin_dir, PostKind::Window, s)?
+            }
+            Circuit::Snap(s) => cuzk_filecoin::snap::snap_param_files(filecoin_dir, s)?,
+            Circuit::Synthetic(n) => {
+                let id = format!("cuzk-synthetic-{n}-seed{TEST_PARAMS_SEED}");
+                let file = |ext: &str| synthetic_dir.join(format!("{id}.{ext}"));
+                ParamFiles {
+                    params: file("params"),
+                    vk: file("vk"),
+                    meta: file("meta"),
+                    sector_size: 0,
+                    id,
+                }
+            }
+        })
+    }
+
+    /// Makes the circuit's parameters with cuzk's setup (test sizes and synthetic only).
+    fn generate(self, filecoin_dir: &Path, files: &ParamFiles) -> Result<(), EngineError> {
+        let seed = TEST_PARAMS_SEED;
+        let too_large = |s: u64| {
+            if s > MAX_GENERATED_SECTOR {
+                Err(EngineError::MissingParameters {
+                    path: files.params.clone(),
+                })
+            } else {
+                Ok(())
+            }
+        };
+        match self {
+            Circuit::Porep(s) => {
+                too_large(s)?;
+                cuzk_filecoin::porep::generate_params(
+                    filecoin_dir,
+                    RegisteredSealProof::v1_1(s)?,
+                    seed,
+                )?;
+            }
+            Circuit::Winning(s) | Circuit::Window(s) => {
+                too_large(s)?;
+                let kind = if matches!(self, Circuit::Winning(_)) {
+                    PostKind::Winning
+                } else {
+                    PostKind::Window
+                };
+                cuzk_filecoin::post::generate_post_params(filecoin_dir, kind, s, seed)?;
+            }
+            Circuit::Snap(s) => {
+                too_large(s)?;
+                cuzk_filecoin::snap::generate_snap_params(filecoin_dir, s, seed)?;
+            }
+            Circuit::Synthetic(n) => {
+                let input = SyntheticInput {
+                    log_size: n,
+                    seed: 0,
+                    partitions: 1,
+                };
+                cuzk_filecoin::params::generate(files, input.circuit(), seed)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A parameter tier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Tier {
+    /// Decoded in memory.
+    Hot,
+    /// Memory-mapped, structure validated.
+    Warm,
+    /// On disk.
+    Cold,
+}
+
+impl Tier {
+    /// The tier's name in metrics.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Tier::Hot => "hot",
+            Tier::Warm => "warm",
+            Tier::Cold => "cold",
+        }
+    }
+}
+
+/// One circuit's parameters as `GetStatus` reports them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamStatus {
+    /// The circuit id.
+    pub circuit_id: String,
+    /// Where they are.
+    pub tier: Tier,
+    /// Bytes they take in their tier (the file size when warm or cold).
+    pub size_bytes: u64,
+    /// Jobs holding them now.
+    pub ref_count: u32,
+}
+
+/// How the manager finds and keeps parameters.
+#[derive(Clone, Debug)]
+pub struct ParamConfig {
+    /// filecoin-proofs' parameter folder.
+    pub filecoin_dir: PathBuf,
+    /// Where synthetic circuits' parameters are made and kept.
+    pub synthetic_dir: PathBuf,
+    /// Generate missing parameters of test sector sizes (2 KiB, 8 MiB) with cuzk's setup.
+    pub generate_test_params: bool,
+    /// Hot-tier budget in bytes.
+    pub budget_bytes: u64,
+}
+
+#[derive(Debug)]
+struct Slot {
+    files: ParamFiles,
+    hot: Option<Arc<Parameters>>,
+    mapped: Option<Arc<MappedParameters>>,
+    hot_bytes: u64,
+    file_bytes: u64,
+    refs: u32,
+    last_used: u64,
+}
+
+impl Slot {
+    fn tier(&self) -> Tier {
+        if self.hot.is_some() {
+            Tier::Hot
+        } else if self.mapped.is_some() {
+            Tier::Warm
+        } else {
+            Tier::Cold
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: ParamConfig,
+    slots: Mutex<HashMap<String, Slot>>,
+    /// Serialises loads, so two jobs of a cold circuit load it once.
+    loading: Mutex<()>,
+    clock: std::sync::atomic::AtomicU64,
+}
+
+impl Inner {
+    fn slots(&self) -> MutexGuard<'_, HashMap<String, Slot>> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn tick(&self) -> u64 {
+        self.clock
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// The parameter manager (cheap to clone; clones share the tiers).
+#[derive(Clone, Debug)]
+pub struct ParamManager {
+    inner: Arc<Inner>,
+}
+
+/// A job's hold on its circuit's parameters: they stay hot until every lease is dropped.
+#[derive(Debug)]
+pub struct ParamLease {
+    inner: Arc<Inner>,
+    circuit_id: String,
+    params: Arc<Parameters>,
+}
+
+impl ParamLease {
+    /// The parameters.
+    pub fn params(&self) -> &Arc<Parameters> {
+        &self.params
+    }
+}
+
+impl Drop for ParamLease {
+    fn drop(&mut self) {
+        if let Some(slot) = self.inner.slots().get_mut(&self.circuit_id) {
+            slot.refs = slot.refs.saturating_sub(1);
+        }
+    }
+}
+
+fn decoded_bytes(p: &Parameters) -> u64 {
+    use std::mem::size_of;
+    let g1 = size_of::<blstrs::G1Affine>();
+    let g2 = size_of::<blstrs::G2Affine>();
+    ((p.h.len() + p.l.len() + p.a.len() + p.b_g1.len()) * g1 + p.b_g2.len() * g2) as u64
+}
+
+impl ParamManager {
+    /// A manager with nothing loaded.
+    pub fn new(config: ParamConfig) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                config,
+                slots: Mutex::new(HashMap::new()),
+                loading: Mutex::new(()),
+                clock: std::sync::atomic::AtomicU64::new(1),
+            }),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ParamConfig {
+        &self.inner.config
+    }
+
+    /// The files of `circuit`.
+    pub fn files(&self, circuit: Circuit) -> Result<ParamFiles, EngineError> {
+        let c = &self.inner.config;
+        circuit.files(&c.filecoin_dir, &c.synthetic_dir)
+    }
+
+    /// Whether `circuit_id` is hot now.
+    pub fn is_hot(&self, circuit_id: &str) -> bool {
+        self.inner
+            .slots()
+            .get(circuit_id)
+            .is_some_and(|s| s.hot.is_some())
+    }
+
+    /// Leases `circuit`'s parameters, loading them into the hot tier if needed; returns the
+    /// lease and the time spent loading (zero when they were hot).
+    pub fn acquire(&self, circuit: Circuit) -> Result<(ParamLease, Duration), EngineError> {
+        let id = circuit.id();
+        if let Some(lease) = self.lease_hot(&id) {
+            return Ok((lease, Duration::ZERO));
+        }
+        let start = Instant::now();
+        let _loading = self
+            .inner
+            .loading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(lease) = self.lease_hot(&id) {
+            // Another job loaded them while this one waited: this job waited for the load.
+            return Ok((lease, start.elapsed()));
+        }
+        let files = self.files(circuit)?;
+        let mapped = self.map(circuit, &id, &files)?;
+        let params = Arc::new(mapped.to_parameters()?);
+        if params.vk != mapped.vk {
+            return Err(EngineError::Filecoin(
+                cuzk_filecoin::FilecoinError::ParameterMismatch {
+                    path: files.params.clone(),
+                    detail: "the verifying key is not the parameter file's".into(),
+                },
+            ));
+        }
+        let hot_bytes = decoded_bytes(&params);
+        {
+            let mut slots = self.inner.slots();
+            let slot = slots.get_mut(&id).expect("mapped above");
+            slot.hot = Some(params);
+            slot.hot_bytes = hot_bytes;
+        }
+        let lease = self.lease_hot(&id).expect("just made hot");
+        self.enforce_budget(&id);
+        tracing::info!(circuit = %id, bytes = hot_bytes, ms = start.elapsed().as_millis() as u64, "parameters loaded");
+        Ok((lease, start.elapsed()))
+    }
+
+    fn lease_hot(&self, id: &str) -> Option<ParamLease> {
+        let tick = self.inner.tick();
+        let mut slots = self.inner.slots();
+        let slot = slots.get_mut(id)?;
+        let params = slot.hot.clone()?;
+        slot.refs += 1;
+        slot.last_used = tick;
+        Some(ParamLease {
+            inner: Arc::clone(&self.inner),
+            circuit_id: id.to_string(),
+            params,
+        })
+    }
+
+    /// The circuit's mapped file, generating the files first where allowed.
+    fn map(
+        &self,
+        circuit: Circuit,
+        id: &str,
+        files: &ParamFiles,
+    ) -> Result<Arc<MappedParameters>, EngineError> {
+        if let Some(mapped) = self.inner.slots().get(id).and_then(|s| s.mapped.clone()) {
+            return Ok(mapped);
+        }
+        let synthetic = matches!(circuit, Circuit::Synthetic(_));
+        if !files.params.is_file() || !files.vk.is_file() {
+            if synthetic || self.inner.config.generate_test_params {
+                tracing::info!(circuit = %id, path = %files.params.display(), "generating test parameters");
+                circuit.generate(&self.inner.config.filecoin_dir, files)?;
+            } else {
+                return Err(EngineError::MissingParameters {
+                    path: files.params.clone(),
+                });
+            }
+        }
+        let mapped = Arc::new(MappedParameters::open(&files.params, Check::Curve)?);
+        let vk = files.read_vk()?;
+        if vk != mapped.vk {
+            return Err(EngineError::Filecoin(
+                cuzk_filecoin::FilecoinError::ParameterMismatch {
+                    path: files.vk.clone(),
+                    detail: "the verifying key is not the parameter file's".into(),
+                },
+            ));
+        }
+        let file_bytes = std::fs::metadata(&files.params)
+            .map(|m| m.len())
+            .unwrap_or(0);
+        let mut slots = self.inner.slots();
+        let slot = slots.entry(id.to_string()).or_insert_with(|| Slot {
+            files: files.clone(),
+            hot: None,
+            mapped: None,
+            hot_bytes: 0,
+            file_bytes,
+            refs: 0,
+            last_used: 0,
+        });
+        slot.mapped = Some(Arc::clone(&mapped));
+        slot.file_bytes = file_bytes;
+        Ok(mapped)
+    }
+
+    /// Demotes least recently used, unleased hot parameters (never `keep`) to warm until the
+    /// hot tier fits the budget, or nothing more can go.
+    fn enforce_budget(&self, keep: &str) {
+        let budget = self.inner.config.budget_bytes;
+        let mut slots = self.inner.slots();
+        loop {
+            let hot: u64 = slots
+                .values()
+                .filter(|s| s.hot.is_some())
+                .map(|s| s.hot_bytes)
+                .sum();
+            if hot <= budget {
+                return;
+            }
+            let victim = slots
+                .iter()
+                .filter(|(id, s)| s.hot.is_some() && s.refs == 0 && id.as_str() != keep)
+                .min_by_key(|(_, s)| s.last_used)
+                .map(|(id, _)| id.clone());
+            let Some(victim) = victim else {
+                tracing::warn!(
+                    hot,
+                    budget,
+                    "hot parameters exceed the budget; all are in use"
+                );
+                return;
+            };
+            let slot = slots.get_mut(&victim).expect("found above");
+            slot.hot = None;
+            tracing::info!(circuit = %victim, bytes = slot.hot_bytes, "parameters demoted to warm (budget)");
+            slot.hot_bytes = 0;
+        }
+    }
+
+    /// `PreloadSRS`: makes `circuit_id` hot; returns whether it already was and the load time.
+    pub fn preload(&self, circuit_id: &str) -> Result<(bool, Duration), EngineError> {
+        let circuit = Circuit::parse(circuit_id)?;
+        let already = self.is_hot(circuit_id);
+        let (lease, load) = self.acquire(circuit)?;
+        drop(lease);
+        Ok((already, load))
+    }
+
+    /// `EvictSRS`: drops `circuit_id` from memory (hot and warm) unless a job holds it;
+    /// returns whether it was hot and the bytes freed.
+    pub fn evict(&self, circuit_id: &str) -> Result<(bool, u64), EngineError> {
+        Circuit::parse(circuit_id)?;
+        let mut slots = self.inner.slots();
+        let Some(slot) = slots.get_mut(circuit_id) else {
+            return Ok((false, 0));
+        };
+        if slot.refs > 0 {
+            return Err(EngineError::InUse(circuit_id.to_string()));
+        }
+        let was_hot = slot.hot.is_some();
+        let freed = if was_hot { slot.hot_bytes } else { 0 };
+        slot.hot = None;
+        slot.hot_bytes = 0;
+        slot.mapped = None;
+        Ok((was_hot, freed))
+    }
+
+    /// Every circuit the manager has seen, by id.
+    pub fn status(&self) -> Vec<ParamStatus> {
+        let slots = self.inner.slots();
+        let mut out: Vec<ParamStatus> = slots
+            .iter()
+            .map(|(id, s)| ParamStatus {
+                circuit_id: id.clone(),
+                tier: s.tier(),
+                size_bytes: if s.hot.is_some() {
+                    s.hot_bytes
+                } else {
+                    s.file_bytes
+                },
+                ref_count: s.refs,
+            })
+            .collect();
+        out.sort_by(|a, b| a.circuit_id.cmp(&b.circuit_id));
+        out
+    }
+
+    /// Bytes in each tier: hot, warm, cold.
+    pub fn bytes_by_tier(&self) -> [(Tier, u64); 3] {
+        let mut out = [(Tier::Hot, 0), (Tier::Warm, 0), (Tier::Cold, 0)];
+        for s in self.status() {
+            let i = s.tier as usize;
+            out[i].1 += s.size_bytes;
+        }
+        out
+    }
+
+    /// The files a lease was made from, for error messages.
+    pub fn files_of(&self, circuit_id: &str) -> Option<ParamFiles> {
+        self.inner.slots().get(circuit_id).map(|s| s.files.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manager(dir: &Path, budget_bytes: u64) -> ParamManager {
+        ParamManager::new(ParamConfig {
+            filecoin_dir: dir.join("filecoin"),
+            synthetic_dir: dir.join("synthetic"),
+            generate_test_params: false,
+            budget_bytes,
+        })
+    }
+
+    #[test]
+    fn circuit_ids_round_trip() {
+        for c in [
+            Circuit::Porep(2048),
+            Circuit::Porep(32 << 30),
+            Circuit::Winning(2048),
+            Circuit::Window(64 << 30),
+            Circuit::Snap(8 << 20),
+            Circuit::Synthetic(10),
+        ] {
+            assert_eq!(Circuit::parse(&c.id()).unwrap(), c, "{}", c.id());
+        }
+        assert_eq!(Circuit::Porep(32 << 30).id(), "porep-32g");
+        for bad in [
+            "porep",
+            "porep-3k",
+            "nope-2k",
+            "synthetic-99",
+            "winning-2q",
+            "",
+        ] {
+            assert!(Circuit::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn second_lease_is_free_and_lru_never_evicts_in_use() {
+        let dir = tempfile::tempdir().unwrap();
+        // A budget that holds one synthetic-6 circuit but not two.
+        let m = manager(dir.path(), 1);
+        let (a, load) = m.acquire(Circuit::Synthetic(6)).unwrap();
+        assert!(load > Duration::ZERO);
+        let (a2, load) = m.acquire(Circuit::Synthetic(6)).unwrap();
+        assert_eq!(load, Duration::ZERO);
+        assert!(Arc::ptr_eq(a.params(), a2.params()));
+        // Over budget, but synthetic-6 is leased: both stay hot.
+        let (b, _) = m.acquire(Circuit::Synthetic(5)).unwrap();
+        assert!(m.is_hot("synthetic-6") && m.is_hot("synthetic-5"));
+        assert!(matches!(m.evict("synthetic-6"), Err(EngineError::InUse(_))));
+        drop((a, a2, b));
+        // Loading a third demotes the least recently used unleased ones to warm.
+        let (_c, _) = m.acquire(Circuit::Synthetic(4)).unwrap();
+        let tiers: Vec<_> = m
+            .status()
+            .into_iter()
+            .map(|s| (s.circuit_id, s.tier))
+            .collect();
+        assert_eq!(
+            tiers,
+            vec![
+                ("synthetic-4".to_string(), Tier::Hot),
+                ("synthetic-5".to_string(), Tier::Warm),
+                ("synthetic-6".to_string(), Tier::Warm),
+            ]
+        );
+        let (was_hot, _) = m.evict("synthetic-5").unwrap();
+        assert!(!was_hot);
+        assert_eq!(m.status()[1].tier, Tier::Cold);
+        let (already, _) = m.preload("synthetic-5").unwrap();
+        assert!(!already);
+        assert!(m.preload("synthetic-5").unwrap().0);
+    }
+
+    #[test]
+    fn missing_filecoin_parameters_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = manager(dir.path(), u64::MAX);
+        let err = m.acquire(Circuit::Porep(2048)).unwrap_err();
+        assert!(
+            matches!(err, EngineError::MissingParameters { .. }),
+            "{err}"
+        );
+    }
+}

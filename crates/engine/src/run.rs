@@ -1,0 +1,371 @@
+//! Running one job on a backend: its inputs checked and decoded per kind, its circuit's
+//! parameters leased from the manager, each partition proven by the backend and verified, and
+//! a cancel or shutdown honoured at the next partition boundary.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cuzk_filecoin::post::{PostJob, PostKind};
+use cuzk_filecoin::snap::SnapJob;
+use cuzk_filecoin::{
+    C1Output, FilecoinError, ParamFiles, PartitionProver, PorepJob, RegisteredSealProof, SectorId,
+};
+use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
+use cuzk_pipeline::JobContext;
+
+use crate::backend::ProofBackend;
+use crate::job::{JobRequest, ProofKind};
+use crate::params::{Circuit, ParamLease, ParamManager};
+use crate::spool::SpoolData;
+use crate::synthetic::SyntheticInput;
+use crate::EngineError;
+
+/// Pre-compiled circuits (cuzk-pce) by key, recorded on first use into a folder and kept
+/// mapped: jobs then synthesise from the witness alone.
+#[derive(Debug)]
+pub struct PceStore {
+    dir: std::path::PathBuf,
+    loaded: std::sync::Mutex<std::collections::HashMap<String, Arc<cuzk_pce::PreCompiled>>>,
+}
+
+impl PceStore {
+    /// A store in `dir`.
+    pub fn new(dir: std::path::PathBuf) -> Self {
+        Self {
+            dir,
+            loaded: Default::default(),
+        }
+    }
+
+    /// The pre-compiled circuit of `key`: kept, read from its file, or recorded by `record`
+    /// and written (atomically) first.
+    pub fn get(
+        &self,
+        key: &str,
+        record: &mut dyn FnMut() -> Result<cuzk_pce::Recording, EngineError>,
+    ) -> Result<Arc<cuzk_pce::PreCompiled>, EngineError> {
+        let mut loaded = self
+            .loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(pc) = loaded.get(key) {
+            return Ok(Arc::clone(pc));
+        }
+        std::fs::create_dir_all(&self.dir).map_err(EngineError::io(&self.dir))?;
+        let path = self.dir.join(format!("{key}.pce"));
+        let pc = match cuzk_pce::PreCompiled::open(&path) {
+            Ok(pc) => pc,
+            Err(e) => {
+                tracing::info!(key, path = %path.display(), reason = %e, "recording a pre-compiled circuit");
+                let rec = record()?;
+                cuzk_pce::write_file(&rec, &path).map_err(pce_error)?;
+                drop(rec);
+                cuzk_pce::PreCompiled::open(&path).map_err(pce_error)?
+            }
+        };
+        let pc = Arc::new(pc);
+        loaded.insert(key.to_string(), Arc::clone(&pc));
+        Ok(pc)
+    }
+}
+
+fn pce_error(e: cuzk_pce::PceError) -> EngineError {
+    EngineError::Filecoin(FilecoinError::Pce(e))
+}
+
+/// filecoin-ffi's sector sizes, indexed by a registered proof's number modulo 5.
+const SECTOR_SIZES: [u64; 5] = [2 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30];
+
+/// Flags a running job's owner sets; the job stops at its next partition boundary.
+#[derive(Debug, Default)]
+pub struct JobControl {
+    /// `CancelProof`: the job ends CANCELLED.
+    pub cancel: AtomicBool,
+    /// Shutdown after the grace period: the job goes back to pending in the journal.
+    pub interrupt: AtomicBool,
+}
+
+impl JobControl {
+    fn check(&self) -> Result<(), EngineError> {
+        if self.cancel.load(Ordering::SeqCst) {
+            Err(EngineError::Cancelled)
+        } else if self.interrupt.load(Ordering::SeqCst) {
+            Err(EngineError::Interrupted)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// A finished job's proof and where its time went.
+#[derive(Clone, Debug, Default)]
+pub struct RunResult {
+    /// The proof bytes the wire returns.
+    pub proof: Vec<u8>,
+    /// Leasing the parameters (zero when hot).
+    pub param_load: Duration,
+    /// Circuit building and synthesis, all partitions.
+    pub synthesis: Duration,
+    /// The backend's calls, all partitions.
+    pub proving: Duration,
+}
+
+/// The circuit a request proves, from its kind and its sector size or registered proof
+/// (PoRep's may come from its C1 output instead: `None`).
+pub fn circuit_of(r: &JobRequest) -> Result<Option<Circuit>, EngineError> {
+    let size = match r.kind {
+        ProofKind::Synthetic => {
+            let input = SyntheticInput::parse(&r.vanilla_proof)?;
+            return Ok(Some(Circuit::Synthetic(input.log_size)));
+        }
+        ProofKind::PorepSealCommit if r.sector_size == 0 => return Ok(None),
+        ProofKind::PorepSealCommit => r.sector_size,
+        _ => post_sector_size(r)?,
+    };
+    RegisteredSealProof::v1_1(size)?;
+    Ok(Some(Circuit::of(r.kind, size)))
+}
+
+/// The sector size of a PoSt or SnapDeals request: the request's, checked against its
+/// registered proof's.
+fn post_sector_size(r: &JobRequest) -> Result<u64, EngineError> {
+    let (max, what) = match r.kind {
+        ProofKind::WinningPost => (4, "registered WinningPoSt proof"),
+        ProofKind::WindowPost => (14, "registered WindowPoSt proof"),
+        _ => (4, "registered update proof"),
+    };
+    let min = if r.kind == ProofKind::WindowPost {
+        5
+    } else {
+        0
+    };
+    if !(min..=max).contains(&r.registered_proof) {
+        return Err(EngineError::InvalidRequest(format!(
+            "unknown {what} {} (expected {min}..={max})",
+            r.registered_proof
+        )));
+    }
+    let from_proof = SECTOR_SIZES[(r.registered_proof % 5) as usize];
+    if r.sector_size != 0 && r.sector_size != from_proof {
+        return Err(EngineError::InvalidRequest(format!(
+            "sector size {} does not match the {what} {} ({} bytes)",
+            r.sector_size, r.registered_proof, from_proof
+        )));
+    }
+    Ok(from_proof)
+}
+
+fn bytes32(v: &[u8], what: &str) -> Result<[u8; 32], EngineError> {
+    v.try_into().map_err(|_| {
+        EngineError::InvalidRequest(format!("{what} must be 32 bytes, got {}", v.len()))
+    })
+}
+
+/// The engine's side of cuzk-filecoin's partition loop: parameters from the manager, proofs
+/// from the backend, cancellation between partitions.
+struct EngineProver<'a> {
+    kind: ProofKind,
+    pce: Option<&'a PceStore>,
+    params: &'a ParamManager,
+    backend: &'a dyn ProofBackend,
+    control: &'a JobControl,
+    ctx: JobContext,
+    lease: Option<ParamLease>,
+    param_load: Duration,
+}
+
+fn boxed(e: EngineError) -> FilecoinError {
+    FilecoinError::Prover(Box::new(e))
+}
+
+impl PartitionProver for EngineProver<'_> {
+    fn parameters(&mut self, files: &ParamFiles) -> Result<Arc<Parameters>, FilecoinError> {
+        let circuit = Circuit::of(self.kind, files.sector_size);
+        let ours = self.params.files(circuit).map_err(boxed)?;
+        if ours.params != files.params {
+            return Err(FilecoinError::ParameterMismatch {
+                path: files.params.clone(),
+                detail: format!(
+                    "the engine resolves {} to {}",
+                    circuit.id(),
+                    ours.params.display()
+                ),
+            });
+        }
+        let (lease, load) = self.params.acquire(circuit).map_err(boxed)?;
+        let params = Arc::clone(lease.params());
+        self.lease = Some(lease);
+        self.param_load += load;
+        Ok(params)
+    }
+
+    fn pre_compiled(
+        &mut self,
+        files: &ParamFiles,
+        record: &mut dyn FnMut() -> Result<cuzk_pce::Recording, FilecoinError>,
+    ) -> Result<Option<Arc<cuzk_pce::PreCompiled>>, FilecoinError> {
+        let Some(store) = self.pce else {
+            return Ok(None);
+        };
+        store
+            .get(&files.id, &mut || record().map_err(EngineError::Filecoin))
+            .map(Some)
+            .map_err(boxed)
+    }
+
+    fn prove(
+        &mut self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+        partition: usize,
+    ) -> Result<Proof, Box<dyn std::error::Error + Send + Sync>> {
+        self.control.check()?;
+        let (proof, _timing) = self
+            .backend
+            .prove_partition(params, assignment, self.ctx, partition)?;
+        Ok(proof)
+    }
+}
+
+/// Turns cuzk-filecoin's error back into the engine's where it wraps one (a cancel, a
+/// parameter problem), so the job's end state is right.
+fn unwrap_filecoin(e: FilecoinError) -> EngineError {
+    match e {
+        FilecoinError::Prover(inner) => match inner.downcast::<EngineError>() {
+            Ok(engine) => *engine,
+            Err(other) => EngineError::Backend(other),
+        },
+        other => EngineError::Filecoin(other),
+    }
+}
+
+/// Runs one job to its proof.
+#[allow(clippy::too_many_arguments)]
+pub fn run_job(
+    r: &JobRequest,
+    data: &SpoolData,
+    params: &ParamManager,
+    pce: Option<&PceStore>,
+    backend: &dyn ProofBackend,
+    control: &JobControl,
+    ctx: JobContext,
+) -> Result<RunResult, EngineError> {
+    control.check()?;
+    if r.kind == ProofKind::Synthetic {
+        return run_synthetic(data, params, pce, backend, control, ctx);
+    }
+    let mut prover = EngineProver {
+        kind: r.kind,
+        pce,
+        params,
+        backend,
+        control,
+        ctx,
+        lease: None,
+        param_load: Duration::ZERO,
+    };
+    let dir = params.config().filecoin_dir.clone();
+    let proof = match r.kind {
+        ProofKind::PorepSealCommit => {
+            let registered = match r.registered_proof {
+                0 => None,
+                n => Some(RegisteredSealProof::from_number(n)?),
+            };
+            let c1 = C1Output::parse(&data.vanilla_proof, registered)?;
+            if r.sector_size != 0 && r.sector_size != c1.registered_proof.sector_size {
+                return Err(EngineError::InvalidRequest(format!(
+                    "sector size {} does not match the C1 output's {} ({} bytes)",
+                    r.sector_size, c1.registered_proof, c1.registered_proof.sector_size
+                )));
+            }
+            let job = PorepJob::new(
+                &c1,
+                SectorId {
+                    miner_id: r.miner_id,
+                    sector_number: r.sector_number,
+                },
+            )?;
+            job.prove(&dir, &mut prover).map_err(unwrap_filecoin)?
+        }
+        ProofKind::WinningPost | ProofKind::WindowPost => {
+            let job = PostJob {
+                kind: if r.kind == ProofKind::WinningPost {
+                    PostKind::Winning
+                } else {
+                    PostKind::Window
+                },
+                partition_index: r.partition_index as usize,
+                sector_size: post_sector_size(r)?,
+                randomness: bytes32(&r.randomness, "randomness")?,
+                miner_id: r.miner_id,
+                vanilla_proofs: &data.vanilla_proofs,
+            };
+            job.prove(&dir, &mut prover).map_err(unwrap_filecoin)?
+        }
+        ProofKind::SnapDealsUpdate => {
+            let job = SnapJob {
+                sector_size: post_sector_size(r)?,
+                comm_r_old: bytes32(&r.comm_r_old, "comm_r_old")?,
+                comm_r_new: bytes32(&r.comm_r_new, "comm_r_new")?,
+                comm_d_new: bytes32(&r.comm_d_new, "comm_d_new")?,
+                vanilla_proofs: &data.vanilla_proofs,
+            };
+            job.prove(&dir, &mut prover).map_err(unwrap_filecoin)?
+        }
+        ProofKind::Synthetic => unreachable!("handled above"),
+    };
+    Ok(RunResult {
+        proof: proof.bytes,
+        param_load: prover.param_load,
+        synthesis: proof.partitions.iter().map(|p| p.synthesis).sum(),
+        proving: proof.partitions.iter().map(|p| p.prove).sum(),
+    })
+}
+
+fn run_synthetic(
+    data: &SpoolData,
+    params: &ParamManager,
+    pce: Option<&PceStore>,
+    backend: &dyn ProofBackend,
+    control: &JobControl,
+    ctx: JobContext,
+) -> Result<RunResult, EngineError> {
+    let input = SyntheticInput::parse(&data.vanilla_proof)?;
+    let (lease, param_load) = params.acquire(Circuit::Synthetic(input.log_size))?;
+    let p = lease.params();
+    let pvk = cuzk_groth16::prepare_verifying_key(&p.vk);
+    let mut out = RunResult {
+        param_load,
+        ..Default::default()
+    };
+    for k in 0..input.partitions {
+        control.check()?;
+        let part = input.partition(k);
+        let start = Instant::now();
+        let assignment = match pce {
+            Some(store) => {
+                let key = format!("cuzk-synthetic-{}", input.log_size);
+                let pc = store.get(&key, &mut || {
+                    cuzk_pce::record(part.circuit()).map_err(pce_error)
+                })?;
+                pc.synthesize(part.circuit()).map_err(pce_error)?
+            }
+            None => cuzk_groth16::synthesize_with_capacity(
+                part.circuit(),
+                cuzk_groth16::Capacity::of(p),
+            )?,
+        };
+        out.synthesis += start.elapsed();
+        let start = Instant::now();
+        let (proof, _) = backend
+            .prove_partition(p, assignment, ctx, k as usize)
+            .map_err(EngineError::Backend)?;
+        out.proving += start.elapsed();
+        if !cuzk_groth16::verify_proof(&pvk, &proof, &part.public_inputs())? {
+            return Err(EngineError::ProofInvalid);
+        }
+        out.proof.extend_from_slice(&proof.to_bytes());
+    }
+    Ok(out)
+}

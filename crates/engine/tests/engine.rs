@@ -1,0 +1,129 @@
+//! The engine in-process, on the synthetic kind: jobs end with verified proofs and timings,
+//! request ids are idempotency keys, a cancel ends a pending job at once and a running one at
+//! its next partition, and a restart on the same folder runs what had not ended and still
+//! answers for what had. (The daemon's tests drive the same through the binary.)
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cuzk_engine::{
+    CpuProofBackend, Engine, EngineConfig, EngineError, JobRequest, JobState, ParamConfig,
+    Priority, ProofBackend,
+};
+
+fn engine(dir: &Path) -> Engine {
+    let config = EngineConfig {
+        data_dir: dir.join("data"),
+        params: ParamConfig {
+            filecoin_dir: dir.join("filecoin"),
+            synthetic_dir: dir.join("params"),
+            generate_test_params: false,
+            budget_bytes: u64::MAX,
+        },
+        group_window: 0,
+        retention: Duration::from_secs(3600),
+        max_attempts: 3,
+        spool_threshold: 64 << 10,
+        pce_dir: None,
+    };
+    let backends: Vec<Arc<dyn ProofBackend>> = vec![Arc::new(CpuProofBackend::new(true))];
+    Engine::start(config, backends, None).unwrap()
+}
+
+fn synthetic(log: u32, seed: u64, partitions: u32) -> JobRequest {
+    JobRequest {
+        vanilla_proof: format!(
+            "{{\"log_size\":{log},\"seed\":{seed},\"partitions\":{partitions}}}"
+        )
+        .into_bytes(),
+        ..JobRequest::synthetic(log, seed)
+    }
+}
+
+const WAIT: Option<Duration> = Some(Duration::from_secs(120));
+
+fn until_running(e: &Engine) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !e.status().queues.iter().any(|q| q.in_progress > 0) {
+        assert!(Instant::now() < deadline, "no job started in 60 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn jobs_prove_cancel_and_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (done, long, queued, idem);
+    {
+        let e = engine(dir.path());
+        let mut r = synthetic(8, 1, 2);
+        r.request_id = "req-a".into();
+        let s = e.submit(r.clone()).unwrap();
+        assert!(!s.existing);
+        assert!(
+            e.submit(r).unwrap().existing,
+            "the same request id, the same job"
+        );
+        let out = e.await_job(&s.job_id, WAIT).unwrap();
+        assert_eq!(out.state, JobState::Completed, "{}", out.error);
+        assert_eq!(out.proof.len(), 2 * 192);
+        assert!(out.timings.total >= out.timings.proving);
+        assert!(out.started_ms >= 1 && out.finished_ms >= out.started_ms);
+        done = (s.job_id, out.proof);
+        idem = "req-a";
+
+        // A running job stops at its next partition; a pending one ends at once.
+        long = e.submit(synthetic(8, 2, 200)).unwrap().job_id;
+        until_running(&e);
+        let pending = e.submit(synthetic(8, 3, 1)).unwrap().job_id;
+        assert!(!e.cancel(&pending).unwrap());
+        assert_eq!(
+            e.await_job(&pending, WAIT).unwrap().state,
+            JobState::Cancelled
+        );
+        assert!(e.cancel(&long).unwrap());
+        assert_eq!(e.await_job(&long, WAIT).unwrap().state, JobState::Cancelled);
+
+        // Left pending behind a running job, then the engine stops without waiting.
+        let running = e.submit(synthetic(8, 4, 200)).unwrap().job_id;
+        until_running(&e);
+        let mut r = synthetic(8, 5, 1);
+        r.priority = Priority::Critical;
+        queued = (running, e.submit(r).unwrap().job_id);
+        // Half a second of grace, then the running job stops at its next partition (a few ms).
+        e.shutdown(Duration::from_millis(500));
+        assert!(matches!(
+            e.submit(synthetic(8, 6, 1)),
+            Err(EngineError::ShuttingDown)
+        ));
+    }
+    let e = engine(dir.path());
+    let out = e.await_job(&done.0, Some(Duration::ZERO)).unwrap();
+    assert_eq!(
+        (out.state, &out.proof),
+        (JobState::Completed, &done.1),
+        "kept across the restart"
+    );
+    assert_eq!(
+        e.await_job(&long, Some(Duration::ZERO)).unwrap().state,
+        JobState::Cancelled
+    );
+    let mut r = synthetic(8, 1, 2);
+    r.request_id = idem.into();
+    assert_eq!(e.submit(r).unwrap().job_id, done.0);
+    for id in [&queued.0, &queued.1] {
+        let out = e.await_job(id, WAIT).unwrap();
+        assert_eq!(out.state, JobState::Completed, "{}", out.error);
+    }
+    assert_eq!(
+        e.status().completed,
+        2,
+        "only the two unfinished jobs ran again"
+    );
+    assert!(matches!(
+        e.await_job("job-none", None),
+        Err(EngineError::UnknownJob(_))
+    ));
+    e.shutdown(Duration::from_secs(5));
+}
