@@ -163,6 +163,23 @@ proptest! {
     }
 }
 
+/// The VRAM design's rule (docs/ARCHITECTURE.md, "Why the arena and the policies"): proving makes
+/// no device-global call (no context synchronisation, no pool trim), only stream-ordered work,
+/// so workers sharing a device never wait for each other's work. The emulated driver counts
+/// them; any test of this process that made one fails this.
+#[test]
+fn proving_makes_no_device_global_call() {
+    let Some(gpu) = gpu() else { return };
+    let c = PorepShaped::new(9, 3);
+    same_bytes(gpu, c.clone(), &c.public_inputs(), 9);
+    // Counted by the emulated driver only.
+    let Some(calls) = cuzk_gpu::counted_driver_calls() else {
+        return;
+    };
+    assert_eq!(calls.device_synchronize, 0, "{calls:?}");
+    assert_eq!(calls.trim_pool, 0, "{calls:?}");
+}
+
 #[test]
 fn a_wrong_length_is_an_error_not_a_launch() {
     let Some(gpu) = gpu() else { return };

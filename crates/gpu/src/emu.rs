@@ -19,11 +19,12 @@ use std::ffi::{c_char, c_void, CString};
 use std::marker::PhantomData;
 use std::mem::size_of;
 use std::ops::{Deref, Range};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use crate::args::{KernelArgs, LaunchConfig};
 use crate::copy::{bytes_of, bytes_of_mut, check_len, check_range, check_same_size, DeviceCopy};
-use crate::{DeviceInfo, GpuError};
+use crate::{DeviceInfo, DriverCalls, GpuError};
 
 /// The emulated device's name.
 pub const EMULATED_NAME: &str = "cuzk kernel emulator";
@@ -33,6 +34,19 @@ const EMULATED_MEMORY: usize = 16 << 30;
 
 /// The byte fresh allocations are filled with.
 const POISON: u8 = 0xa5;
+
+static DEVICE_SYNCHRONIZE: AtomicU64 = AtomicU64::new(0);
+static TRIM_POOL: AtomicU64 = AtomicU64::new(0);
+static ALLOC: AtomicU64 = AtomicU64::new(0);
+
+/// The calls counted so far, by every thread of the process.
+pub(crate) fn driver_calls() -> DriverCalls {
+    DriverCalls {
+        device_synchronize: DEVICE_SYNCHRONIZE.load(Ordering::SeqCst),
+        trim_pool: TRIM_POOL.load(Ordering::SeqCst),
+        alloc: ALLOC.load(Ordering::SeqCst),
+    }
+}
 
 extern "C" {
     /// kernels/emu/emu.cpp: runs a kernel on the host; 0, or -1 for an unknown name.
@@ -143,8 +157,9 @@ impl Device {
         Ok(())
     }
 
-    /// Nothing to do: host allocations are not pooled.
+    /// Nothing to do: host allocations are not pooled (counted: `crate::counted_driver_calls`).
     pub fn trim_pool(&self, _keep: usize) -> Result<(), GpuError> {
+        TRIM_POOL.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
 
@@ -158,8 +173,9 @@ impl Device {
         Ok(Stream { _private: () })
     }
 
-    /// Nothing to wait for: work runs when issued.
+    /// Nothing to wait for: work runs when issued (counted: `crate::counted_driver_calls`).
     pub fn synchronize(&self) -> Result<(), GpuError> {
+        DEVICE_SYNCHRONIZE.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
 
@@ -246,6 +262,7 @@ impl Stream {
     /// Allocates `len` elements, filled with a poison pattern (as uninitialised device memory
     /// holds whatever it held).
     pub fn alloc<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>, GpuError> {
+        ALLOC.fetch_add(1, Ordering::SeqCst);
         Ok(DeviceBuffer {
             mem: Memory::new(bytes_for::<T>(len)?),
             len,

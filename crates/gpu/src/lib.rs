@@ -55,6 +55,28 @@ pub const CUDA_ENABLED: bool = cfg!(feature = "cuda");
 /// Whether the device API is the host emulator's (the `emu` feature): tests use small sizes.
 pub const EMULATED: bool = cfg!(feature = "emu");
 
+/// How often the process has made the driver calls a proving path must not make in its steady
+/// state (see [`counted_driver_calls`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DriverCalls {
+    /// `Device::synchronize` (`cuCtxSynchronize`: waits for every stream of the device).
+    pub device_synchronize: u64,
+    /// `Device::trim_pool` (`cuMemPoolTrimTo`).
+    pub trim_pool: u64,
+    /// `Stream::alloc` and the calls built on it (`cuMemAllocAsync`).
+    pub alloc: u64,
+}
+
+/// The device-global and allocating calls made so far by every thread of the process, as the
+/// emulated driver counts them (feature `emu`), so that tests hold the VRAM design's invariants
+/// on a machine without a GPU; `None` with the real driver, which does not count.
+pub fn counted_driver_calls() -> Option<DriverCalls> {
+    #[cfg(feature = "emu")]
+    return Some(emu::driver_calls());
+    #[cfg(not(feature = "emu"))]
+    None
+}
+
 /// What a device is, as the driver reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceInfo {
