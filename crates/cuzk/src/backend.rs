@@ -8,7 +8,7 @@ use anyhow::bail;
 use anyhow::Context;
 use cuzk::field::Scalar;
 use cuzk::groth16::{Parameters, Proof};
-use cuzk::pipeline::{CpuBackend, PartitionTiming, Prover, ProverConfig};
+use cuzk::pipeline::{Backend, CpuBackend, JobContext, PartitionTiming, Prover, ProverConfig};
 use cuzk_groth16::ProvingAssignment;
 
 /// What the user asked for.
@@ -22,37 +22,59 @@ pub enum Choice {
     Auto,
 }
 
-/// The backend chosen.
-pub enum Chosen {
-    Cpu,
-    #[cfg(feature = "cuda")]
-    Gpu(Box<cuzk::pipeline::gpu::GpuBackend>),
+/// How the workers of a GPU take turns (`--policy`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PolicyChoice {
+    /// One worker on the device at a time (the incumbent's single lock).
+    Single,
+    /// A staging lock and a compute lock.
+    Two,
+    /// Any worker whose footprint fits the device's memory (the default).
+    Budget,
 }
 
-/// Opens the backend `choice` names (`device`: the GPU's ordinal).
-pub fn open(choice: Choice, device: usize) -> anyhow::Result<Chosen> {
+/// The backend chosen: one prover per worker.
+pub enum Chosen {
+    Cpu(usize),
+    #[cfg(feature = "cuda")]
+    Gpu(Vec<cuzk::pipeline::gpu::GpuBackend>),
+}
+
+/// Opens the backend `choice` names for `workers` workers (`device`: the GPU's ordinal;
+/// `policy`: how its workers take turns).
+pub fn open(
+    choice: Choice,
+    device: usize,
+    workers: usize,
+    policy: PolicyChoice,
+) -> anyhow::Result<Chosen> {
     if choice == Choice::Cpu {
-        return Ok(Chosen::Cpu);
+        return Ok(Chosen::Cpu(workers));
     }
     #[cfg(feature = "cuda")]
     {
-        use cuzk::pipeline::gpu::{GpuBackend, GpuConfig};
-        match GpuBackend::new(device, GpuConfig::default()) {
-            Ok(gpu) => Ok(Chosen::Gpu(Box::new(gpu))),
+        use cuzk::pipeline::gpu::{GpuBackend, GpuConfig, PolicyKind};
+        let kind = match policy {
+            PolicyChoice::Single => PolicyKind::SingleLock,
+            PolicyChoice::Two => PolicyKind::TwoLock,
+            PolicyChoice::Budget => PolicyKind::VramBudget,
+        };
+        match GpuBackend::workers(device, GpuConfig::default(), workers, kind) {
+            Ok(gpus) => Ok(Chosen::Gpu(gpus)),
             Err(e) if choice == Choice::Auto => {
                 eprintln!("no usable GPU ({e}); proving on the CPU");
-                Ok(Chosen::Cpu)
+                Ok(Chosen::Cpu(workers))
             }
             Err(e) => Err(e).with_context(|| format!("opening GPU {device}")),
         }
     }
     #[cfg(not(feature = "cuda"))]
     {
-        let _ = device;
+        let _ = (device, policy);
         if choice == Choice::Gpu {
             bail!("this cuzk was built without CUDA: rebuild with `--features cuda` for --backend gpu");
         }
-        Ok(Chosen::Cpu)
+        Ok(Chosen::Cpu(workers))
     }
 }
 
@@ -60,16 +82,21 @@ impl Chosen {
     /// One line for the report's header.
     pub fn describe(&self) -> String {
         match self {
-            Chosen::Cpu => format!("cpu ({} threads)", rayon::current_num_threads()),
+            Chosen::Cpu(workers) => format!(
+                "cpu ({} threads, {workers} worker(s))",
+                rayon::current_num_threads()
+            ),
             #[cfg(feature = "cuda")]
-            Chosen::Gpu(gpu) => {
+            Chosen::Gpu(gpus) => {
                 use cuzk::pipeline::Backend;
-                let info = gpu.gpu().info();
+                let info = gpus[0].gpu().info();
                 format!(
-                    "{} ({}, {:.0} GiB)",
-                    gpu.device(),
+                    "{} ({}, {:.0} GiB), {} worker(s) under {}",
+                    gpus[0].device(),
                     info.name,
-                    info.total_memory as f64 / (1u64 << 30) as f64
+                    info.total_memory as f64 / (1u64 << 30) as f64,
+                    gpus.len(),
+                    gpus[0].policy().unwrap_or("no policy")
                 )
             }
         }
@@ -78,14 +105,15 @@ impl Chosen {
     /// Makes the parameters resident where the backend keeps them; a line saying what it did.
     pub fn preload(&self, params: &Arc<Parameters>) -> anyhow::Result<Option<String>> {
         match self {
-            Chosen::Cpu => {
+            Chosen::Cpu(_) => {
                 let _ = params;
                 Ok(None)
             }
             #[cfg(feature = "cuda")]
-            Chosen::Gpu(gpu) => {
+            Chosen::Gpu(gpus) => {
+                // Residency is the device's: one worker makes it for all.
                 let start = std::time::Instant::now();
-                let bytes = gpu
+                let bytes = gpus[0]
                     .preload(params)
                     .context("making the parameters resident")?;
                 Ok(Some(format!(
@@ -97,7 +125,8 @@ impl Chosen {
         }
     }
 
-    /// Proves the partitions of one job.
+    /// Proves the partitions of one job, spread over the workers (worker `w` takes partitions
+    /// `w`, `w + workers`, ...), and returns them in partition order.
     pub fn prove_batch(
         &self,
         config: ProverConfig,
@@ -107,13 +136,70 @@ impl Chosen {
         s: &[Scalar],
     ) -> anyhow::Result<Vec<(Proof, PartitionTiming)>> {
         match self {
-            Chosen::Cpu => {
-                Ok(Prover::new(CpuBackend, config).prove_batch(params, assignments, r, s, 0)?)
+            Chosen::Cpu(workers) => {
+                let provers: Vec<_> = (0..(*workers).max(1))
+                    .map(|_| Prover::new(CpuBackend, config.clone()))
+                    .collect();
+                on_workers(&provers, params, assignments, r, s)
             }
             #[cfg(feature = "cuda")]
-            Chosen::Gpu(gpu) => {
-                Ok(Prover::new(gpu.as_ref(), config).prove_batch(params, assignments, r, s, 0)?)
+            Chosen::Gpu(gpus) => {
+                let provers: Vec<_> = gpus
+                    .iter()
+                    .map(|g| Prover::new(g, config.clone()))
+                    .collect();
+                on_workers(&provers, params, assignments, r, s)
             }
         }
     }
+}
+
+/// Each worker proves its share of the partitions on a thread of its own.
+fn on_workers<B: Backend>(
+    provers: &[Prover<B>],
+    params: &Parameters,
+    assignments: Vec<ProvingAssignment>,
+    r: &[Scalar],
+    s: &[Scalar],
+) -> anyhow::Result<Vec<(Proof, PartitionTiming)>> {
+    let workers = provers.len();
+    let mut shares: Vec<Vec<(usize, ProvingAssignment)>> =
+        (0..workers).map(|_| Vec::new()).collect();
+    for (k, a) in assignments.into_iter().enumerate() {
+        shares[k % workers].push((k, a));
+    }
+    let mut out: Vec<Option<(Proof, PartitionTiming)>> = (0..r.len()).map(|_| None).collect();
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        let handles: Vec<_> = provers
+            .iter()
+            .zip(shares)
+            .enumerate()
+            .map(|(w, (prover, share))| {
+                scope.spawn(move || {
+                    share
+                        .into_iter()
+                        .map(|(k, a)| {
+                            let ctx = JobContext {
+                                job: 0,
+                                worker: w as u64,
+                            };
+                            prover.prove(params, a, r[k], s[k], ctx, k).map(|p| (k, p))
+                        })
+                        .collect::<Result<Vec<_>, _>>()
+                })
+            })
+            .collect();
+        for h in handles {
+            let done = h
+                .join()
+                .map_err(|_| anyhow::anyhow!("a worker thread panicked"))??;
+            for (k, p) in done {
+                out[k] = Some(p);
+            }
+        }
+        Ok(())
+    })?;
+    out.into_iter()
+        .map(|p| p.ok_or_else(|| anyhow::anyhow!("a partition was not proved")))
+        .collect()
 }

@@ -101,6 +101,14 @@ struct BenchArgs {
     /// The GPU to prove on (CUDA ordinal), with `--backend gpu|auto`.
     #[arg(long, default_value_t = 0)]
     device: usize,
+    /// Workers proving partitions at once (threads; on a GPU each with its own streams, sharing
+    /// the device's resident parameters).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=16))]
+    workers: u64,
+    /// How a GPU's workers take turns: `single` (one at a time), `two` (a staging and a compute
+    /// lock) or `budget` (any whose memory fits).
+    #[arg(long, value_enum, default_value_t = backend::PolicyChoice::Budget)]
+    policy: backend::PolicyChoice,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -138,7 +146,12 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         )
         .init();
     let partitions = args.partitions as usize;
-    let backend = backend::open(args.backend, args.device)?;
+    let backend = backend::open(
+        args.backend,
+        args.device,
+        args.workers as usize,
+        args.policy,
+    )?;
     println!(
         "cuzk bench: PoRep-shaped circuit, 2^{} domain, {} partition(s), backend {}",
         args.log_size,

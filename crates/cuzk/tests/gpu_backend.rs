@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use cuzk::circuits::{PorepShaped, SquaringChain, UnusedVariables, WithInputs};
 use cuzk::field::Scalar;
 use cuzk::groth16::{generate_random_parameters, prepare_verifying_key, verify_proof, Parameters};
-use cuzk::pipeline::gpu::{GpuBackend, GpuConfig};
+use cuzk::pipeline::gpu::{GpuBackend, GpuConfig, PolicyKind};
 use cuzk::pipeline::{Backend, CpuBackend, Prover, ProverConfig};
 use cuzk::{Circuit, ConstraintSystem, SynthesisError};
 use ff::Field;
@@ -178,6 +178,61 @@ fn proving_makes_no_device_global_call() {
     };
     assert_eq!(calls.device_synchronize, 0, "{calls:?}");
     assert_eq!(calls.trim_pool, 0, "{calls:?}");
+}
+
+/// Two workers on one device, each with its own streams, sharing the device's resident
+/// parameters and taking turns under each interlock policy: every proof is still the CPU's.
+#[test]
+fn workers_share_a_device_under_every_policy() {
+    if gpu().is_none() {
+        return;
+    }
+    let c = PorepShaped::new(9, 5);
+    let mut rng = rng(21);
+    let params = Arc::new(generate_random_parameters(c.clone(), &mut rng).unwrap());
+    let rs: Vec<(Scalar, Scalar)> = (0..4)
+        .map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng)))
+        .collect();
+    let cpu = Prover::new(CpuBackend, ProverConfig::default());
+    let want: Vec<Vec<u8>> = rs
+        .iter()
+        .map(|(r, s)| one_proof(&cpu, &params, c.clone(), *r, *s))
+        .collect();
+    for policy in PolicyKind::ALL {
+        let workers = GpuBackend::workers(0, GpuConfig::default(), 2, policy).unwrap();
+        assert!(workers[0].preload(&params).unwrap() > 0);
+        assert_eq!(
+            workers[1].resident_bytes(),
+            workers[0].resident_bytes(),
+            "residency is the device's, not the worker's"
+        );
+        let provers: Vec<_> = workers
+            .into_iter()
+            .map(|b| Prover::new(b, ProverConfig::default()))
+            .collect();
+        let mut got = vec![Vec::new(); rs.len()];
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = provers
+                .iter()
+                .enumerate()
+                .map(|(w, prover)| {
+                    let (params, c, rs) = (&params, &c, &rs);
+                    scope.spawn(move || {
+                        (w..rs.len())
+                            .step_by(2)
+                            .map(|k| (k, one_proof(prover, params, c.clone(), rs[k].0, rs[k].1)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            for h in handles {
+                for (k, bytes) in h.join().unwrap() {
+                    got[k] = bytes;
+                }
+            }
+        });
+        assert_eq!(got, want, "{policy:?}");
+    }
 }
 
 #[test]

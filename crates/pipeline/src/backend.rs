@@ -8,7 +8,7 @@ use cuzk_field::{Domain, G1Affine, G1Projective, G2Affine, G2Projective, Scalar}
 use cuzk_msm::{Selection, G1, G2};
 use cuzk_ntt::Order;
 
-use crate::PipelineError;
+use crate::{JobContext, PipelineError};
 
 /// The operations the partition prover needs from a backend.
 pub trait Backend: Send + Sync + std::fmt::Debug {
@@ -35,6 +35,18 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// parameters' `h` query, as long as they are).
     fn msm_h(&self, bases: &[G1Affine], h: Self::H) -> Result<G1Projective, PipelineError>;
 
+    /// Waits until this backend may run a partition's device stages (`batch_add` to `msm_h`)
+    /// on a domain of `n` points, and returns what holds that permission until dropped. The CPU
+    /// has nothing to wait for; a GPU shared by several workers asks its interlock policy.
+    fn device_phase(
+        &self,
+        _n: usize,
+        _ctx: JobContext,
+        _partition: usize,
+    ) -> Result<DevicePhase, PipelineError> {
+        Ok(DevicePhase::free())
+    }
+
     /// `Σ scalars[i]·bases[i]` in G1.
     fn msm_g1(&self, bases: &[G1Affine], scalars: &[Scalar])
         -> Result<G1Projective, PipelineError>;
@@ -56,6 +68,33 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
         bases: &[G2Affine],
         indices: &[u32],
     ) -> Result<G2Projective, PipelineError>;
+}
+
+/// A partition's permission to run its device stages ([`Backend::device_phase`]): released when
+/// dropped.
+#[must_use = "the permission ends when this is dropped"]
+pub struct DevicePhase(Option<Box<dyn Send>>);
+
+impl DevicePhase {
+    /// No permission was needed.
+    pub fn free() -> Self {
+        Self(None)
+    }
+
+    /// A permission held by `guard` until this is dropped.
+    pub fn held(guard: impl Send + 'static) -> Self {
+        Self(Some(Box::new(guard)))
+    }
+}
+
+impl std::fmt::Debug for DevicePhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "DevicePhase(held)"
+        } else {
+            "DevicePhase(free)"
+        })
+    }
 }
 
 /// Generates a forwarding `Backend` impl for a pointer type, so that several provers (workers)
@@ -81,6 +120,10 @@ macro_rules! forward_backend {
 
             fn msm_h(&self, bases: &[G1Affine], h: Self::H) -> Result<G1Projective, PipelineError> {
                 (**self).msm_h(bases, h)
+            }
+
+            fn device_phase(&self, n: usize, ctx: JobContext, partition: usize) -> Result<DevicePhase, PipelineError> {
+                (**self).device_phase(n, ctx, partition)
             }
 
             fn msm_g1(&self, bases: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective, PipelineError> {

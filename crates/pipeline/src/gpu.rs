@@ -36,8 +36,13 @@ use cuzk_ntt::gpu::{GpuNtt, GpuNttError};
 use cuzk_ntt::Order;
 use group::Group;
 
-use crate::backend::Backend;
-use crate::PipelineError;
+pub use cuzk_interlock::PolicyKind;
+use cuzk_interlock::{Demand, Policy};
+use cuzk_msm::gpu::Group as MsmGroup;
+use cuzk_vram::{Arena, ArenaConfig, HostBacking, SimFence};
+
+use crate::backend::{Backend, DevicePhase};
+use crate::{JobContext, PipelineError};
 
 /// How the GPU backend uses its device.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -46,6 +51,17 @@ pub struct GpuConfig {
     /// device's memory, leaving the rest to a partition's working set (the NTT's 4·n scalars
     /// and the MSM's workspace: about 18 GiB at 2^27).
     pub resident_budget: Option<u64>,
+}
+
+/// A partition's compute permit, finished (its reservation released) when dropped.
+struct ComputePermit(Option<cuzk_interlock::Compute<HostBacking>>);
+
+impl Drop for ComputePermit {
+    fn drop(&mut self) {
+        if let Some(permit) = self.0.take() {
+            permit.finish(Some(SimFence::completed()));
+        }
+    }
 }
 
 /// Errors of the GPU backend, with the operation that failed.
@@ -65,6 +81,9 @@ pub enum GpuBackendError {
         #[source]
         source: GpuNttError,
     },
+    /// The interlock policy refused (a partition larger than the device's working memory).
+    #[error("interlock: {0}")]
+    Policy(String),
     /// An MSM or batch addition on the device failed.
     #[error("{what}: {source}")]
     Msm {
@@ -86,6 +105,13 @@ impl GpuBackendError {
     fn msm(what: &'static str) -> impl FnOnce(GpuMsmError) -> Self {
         move |source| Self::Msm { what, source }
     }
+}
+
+/// The device bytes resident parameters may take under `config`.
+fn resident_budget(device: &Device, config: &GpuConfig) -> u64 {
+    config
+        .resident_budget
+        .unwrap_or(device.info().total_memory as u64 / 2)
 }
 
 /// Converts a device failure into the prover's error, naming the device.
@@ -121,13 +147,22 @@ struct Resident {
 /// Bytes of each pinned staging buffer of the uploads of a, b, c.
 const STAGE_BYTES: usize = 32 << 20;
 
-/// The heavy stages on one CUDA device.
+/// What the workers of one device share: its resident parameters, and the interlock policy that
+/// says when each may run its device stages (over an arena that accounts for the device memory
+/// left beside the resident parameters; reservations only, decided on the host).
+struct DeviceShare {
+    budget: u64,
+    resident: Mutex<Vec<Arc<Resident>>>,
+    policy: Option<Box<dyn Policy<HostBacking>>>,
+}
+
+/// The heavy stages on one CUDA device, for one worker: its own streams (so several workers'
+/// kernels and copies can overlap), the device's resident parameters and policy shared.
 pub struct GpuBackend {
     name: String,
     msm: GpuMsm,
     ntt: GpuNtt,
-    budget: u64,
-    resident: Mutex<Vec<Arc<Resident>>>,
+    share: Arc<DeviceShare>,
     /// Two pinned buffers that uploads from pageable memory alternate between, made on first use.
     staging: Mutex<Vec<PinnedBuffer<FrLimbs>>>,
 }
@@ -136,7 +171,7 @@ impl std::fmt::Debug for GpuBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GpuBackend")
             .field("device", &self.name)
-            .field("budget", &self.budget)
+            .field("budget", &self.share.budget)
             .field("resident_bytes", &self.resident_bytes())
             .finish()
     }
@@ -149,25 +184,72 @@ impl GpuBackend {
         Self::on_device(&device, ordinal, config)
     }
 
-    /// Loads the kernels on an open device.
+    /// Loads the kernels on an open device, for a single worker.
     pub fn on_device(
         device: &Device,
         ordinal: usize,
         config: GpuConfig,
     ) -> Result<Self, GpuBackendError> {
+        let share = Arc::new(DeviceShare {
+            budget: resident_budget(device, &config),
+            resident: Mutex::new(Vec::new()),
+            policy: None,
+        });
+        Self::with_share(device, ordinal, share)
+    }
+
+    /// `workers` backends on device `ordinal` that share its resident parameters and take turns
+    /// under `policy` (one per worker thread). The policy's arena accounts for the device memory
+    /// beside the resident budget.
+    pub fn workers(
+        ordinal: usize,
+        config: GpuConfig,
+        workers: usize,
+        policy: PolicyKind,
+    ) -> Result<Vec<Self>, GpuBackendError> {
+        let device = Device::open(ordinal).map_err(GpuBackendError::gpu("opening the device"))?;
+        let budget = resident_budget(&device, &config);
+        let working = (device.info().total_memory as u64).saturating_sub(budget);
+        let arena = Arena::new(HostBacking::new(working), ArenaConfig::with_bytes(working))
+            .map_err(|e| GpuBackendError::Policy(e.to_string()))?;
+        let share = Arc::new(DeviceShare {
+            budget,
+            resident: Mutex::new(Vec::new()),
+            policy: Some(policy.build(arena)),
+        });
+        (0..workers.max(1))
+            .map(|_| Self::with_share(&device, ordinal, share.clone()))
+            .collect()
+    }
+
+    fn with_share(
+        device: &Device,
+        ordinal: usize,
+        share: Arc<DeviceShare>,
+    ) -> Result<Self, GpuBackendError> {
         let msm = GpuMsm::new(device).map_err(GpuBackendError::msm("loading the MSM kernels"))?;
         let ntt = GpuNtt::new(device).map_err(GpuBackendError::ntt("loading the NTT kernels"))?;
-        let budget = config
-            .resident_budget
-            .unwrap_or(device.info().total_memory as u64 / 2);
         Ok(Self {
             name: format!("gpu{ordinal}"),
             msm,
             ntt,
-            budget,
-            resident: Mutex::new(Vec::new()),
+            share,
             staging: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The name of the interlock policy the device's workers share, if any.
+    pub fn policy(&self) -> Option<&'static str> {
+        self.share.policy.as_ref().map(|p| p.name())
+    }
+
+    /// What a partition over a domain of `n` points reserves on the device: a, b, c and h
+    /// (`4·n` scalars) staged, the largest MSM's workspace (`msm_h`'s) to compute.
+    pub fn demand(&self, n: usize) -> Demand {
+        Demand {
+            stage_bytes: (4 * n * std::mem::size_of::<FrLimbs>()) as u64,
+            compute_bytes: self.msm.plan(n.max(1), MsmGroup::G1).device_bytes() as u64,
+        }
     }
 
     /// The device.
@@ -175,7 +257,7 @@ impl GpuBackend {
         self.msm.device()
     }
 
-    /// Device bytes taken by resident parameters.
+    /// Device bytes taken by resident parameters (the device's, whichever worker made them).
     pub fn resident_bytes(&self) -> u64 {
         self.resident_sets().iter().map(|r| r.bytes).sum()
     }
@@ -188,7 +270,7 @@ impl GpuBackend {
         if self.find(params).is_some() {
             return Ok(0);
         }
-        let mut room = self.budget.saturating_sub(self.resident_bytes());
+        let mut room = self.share.budget.saturating_sub(self.resident_bytes());
         let mut g1 = Vec::new();
         let mut g2 = Vec::new();
         let mut bytes = 0;
@@ -247,7 +329,10 @@ impl GpuBackend {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Resident>>> {
         // A panic while the list was held leaves it consistent (pushes and retains only).
-        self.resident.lock().unwrap_or_else(|e| e.into_inner())
+        self.share
+            .resident
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     fn resident_sets(&self) -> Vec<Arc<Resident>> {
@@ -337,6 +422,32 @@ impl Backend for GpuBackend {
 
     fn device(&self) -> &str {
         &self.name
+    }
+
+    fn device_phase(
+        &self,
+        n: usize,
+        ctx: JobContext,
+        partition: usize,
+    ) -> Result<DevicePhase, PipelineError> {
+        let Some(policy) = &self.share.policy else {
+            return Ok(DevicePhase::free());
+        };
+        let wait = if policy.name() == "VramBudget" {
+            tracing::info_span!("vram_wait", job = ctx.job, partition = partition as u64, worker = ctx.worker, device = %self.name)
+        } else {
+            tracing::info_span!("lock_wait", job = ctx.job, partition = partition as u64, worker = ctx.worker, device = %self.name)
+        };
+        let entered = wait.enter();
+        let refused = |e: cuzk_interlock::InterlockError| {
+            on(&self.name)(GpuBackendError::Policy(e.to_string()))
+        };
+        let staged = policy.stage(self.demand(n)).map_err(refused)?.finish();
+        let compute = policy.compute(staged).map_err(refused)?;
+        drop(entered);
+        // Every device stage ends in a stream synchronisation, so when the permit drops the
+        // partition's device work is done and its memory may be reserved again at once.
+        Ok(DevicePhase::held(ComputePermit(Some(compute))))
     }
 
     fn ntt_h(

@@ -215,6 +215,8 @@ impl<B: Backend> Prover<B> {
                 ))
             })?;
 
+        // The device stages run under the backend's permission (a GPU's interlock policy).
+        let phase = self.backend.device_phase(domain.n(), ctx, partition)?;
         let (l_ones, a_ones, b1_ones, b2_ones) =
             run_stage(Stage::BatchAdd, ctx, device, &mut t, || {
                 Ok((
@@ -257,6 +259,8 @@ impl<B: Backend> Prover<B> {
         let h_sum = run_stage(Stage::MsmH, ctx, device, &mut t, || {
             self.backend.msm_h(&params.h, h)
         })?;
+
+        drop(phase);
 
         let proof = run_stage(Stage::Epilogue, ctx, device, &mut t, || {
             Ok(epilogue(
