@@ -80,8 +80,9 @@ enum Bench {
     /// Synthesis by bellperson, by cuzk and through a pre-compiled circuit (cuzk-pce), each in its
     /// own process, into docs/benchmarks.md.
     Synth(bench_synth::SynthArgs),
-    /// The interlock simulator's sweep, into docs/interlock.md and its plots.
-    Interlock,
+    /// The interlock simulator's sweep, into docs/interlock.md and its plots; or, with
+    /// `--replay FILE.json`, a recorded GPU run beside the simulator's prediction for it.
+    Interlock(bench_interlock::InterlockArgs),
     /// The proving daemon: overhead over a library call, parameter load cold and hot, batch
     /// throughput, into docs/benchmarks.md.
     Daemon(bench_daemon::DaemonArgs),
@@ -98,7 +99,7 @@ impl Bench {
         vec![
             Bench::Cpu(defaults()),
             Bench::Synth(defaults()),
-            Bench::Interlock,
+            Bench::Interlock(defaults()),
         ]
     }
 
@@ -106,7 +107,7 @@ impl Bench {
         match self {
             Bench::Cpu(args) => bench_cpu::run(sh, &args),
             Bench::Synth(args) => bench_synth::run(sh, &args),
-            Bench::Interlock => bench_interlock::run(),
+            Bench::Interlock(args) => bench_interlock::run(&args),
             Bench::Daemon(args) => bench_daemon::run(sh, &args),
             Bench::Ntt(args) => bench_ntt::run(sh, &args),
             Bench::Msm(args) => bench_msm::run(sh, &args),

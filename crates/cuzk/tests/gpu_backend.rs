@@ -246,3 +246,75 @@ fn a_wrong_length_is_an_error_not_a_launch() {
         .ntt_h(&domain, short, full.clone(), full)
         .is_err());
 }
+
+/// A GPU run's telemetry: each device stage reports the device's own time (CUDA events) in
+/// `gpu_ns`, host stages do not, each partition's wait for the policy carries its demand, and
+/// the recording replays through the interlock simulator.
+#[test]
+fn device_stages_report_event_time_and_the_run_replays() {
+    use cuzk_interlock::replay::{replay, ReplayConfig};
+    use cuzk_interlock::sim::{DeviceSpec, Release};
+    use cuzk_telemetry::Recorder;
+    use tracing_subscriber::prelude::*;
+
+    if gpu().is_none() {
+        return;
+    }
+    let c = PorepShaped::new(9, 5);
+    let mut rng = rng(23);
+    let params = Arc::new(generate_random_parameters(c.clone(), &mut rng).unwrap());
+    let mut workers =
+        GpuBackend::workers(0, GpuConfig::default(), 1, PolicyKind::VramBudget).unwrap();
+    let backend = workers.remove(0);
+    backend.preload(&params).unwrap();
+    let prover = Prover::new(backend, ProverConfig::default());
+    let (recorder, handle) = Recorder::new();
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(recorder), || {
+        for _ in 0..2 {
+            let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+            one_proof(&prover, &params, c.clone(), r, s);
+        }
+    });
+    let timeline = handle.snapshot();
+    let stage = |name: &str| timeline.spans.iter().filter(move |s| s.name == name);
+    for name in ["ntt_h", "msm_h", "tail_msm"] {
+        assert_eq!(stage(name).count(), 2, "{name}");
+        assert!(
+            stage(name).all(|s| s.gpu_ns.is_some()),
+            "{name} has device time"
+        );
+    }
+    for name in ["split_vectors", "prep_msm", "epilogue"] {
+        assert!(
+            stage(name).all(|s| s.gpu_ns.is_none()),
+            "{name} runs on the host"
+        );
+    }
+    let demand = prover.backend().demand(1 << 9);
+    let waits: Vec<_> = stage("vram_wait").collect();
+    assert_eq!(waits.len(), 2);
+    for w in waits {
+        let d = w.demand.expect("the wait carries the demand");
+        assert_eq!(
+            (d.stage_bytes, d.compute_bytes),
+            (demand.stage_bytes, demand.compute_bytes)
+        );
+    }
+    let summary = timeline.run_summary();
+    let gpu0 = summary.devices.iter().find(|d| d.device == "gpu0").unwrap();
+    assert!(gpu0.gpu_ns > 0 && gpu0.busy_fraction <= 1.0, "{gpu0:?}");
+
+    let report = replay(
+        &timeline,
+        &ReplayConfig {
+            policy: PolicyKind::VramBudget,
+            device: DeviceSpec::gib(70, Release::StreamOrdered),
+            stage_copy_ns: 0,
+        },
+    )
+    .unwrap();
+    assert_eq!(report.simulation.partitions, 2);
+    assert_eq!(report.simulation.config.workers, 1);
+    let svg = timeline.to_svg_waterfall();
+    assert!(svg.contains(r#"class="device-lane" data-device="gpu0""#));
+}

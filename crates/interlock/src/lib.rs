@@ -23,6 +23,8 @@
 //! - [`sim`]: the discrete-event simulator ([`sim::simulate`]), fed by a synthetic
 //!   [`sim::Profile`] or one taken from a recorded telemetry timeline
 //!   ([`sim::Profile::from_timeline`]).
+//! - [`replay`]: a recorded run (a GPU backend's timeline) beside the simulator's prediction
+//!   for it (`cargo xtask bench interlock --replay FILE.json`).
 //! - [`sweep`]: policies × workers × proofs in flight × VRAM sizes × release modes, as a Markdown
 //!   table and an SVG plot (`cargo xtask bench interlock`).
 //!
@@ -32,6 +34,7 @@
 #![warn(missing_docs)]
 
 mod policy;
+pub mod replay;
 pub mod sim;
 pub mod sweep;
 

@@ -20,7 +20,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use cuzk_telemetry::{SpanRecord, Stage, Timeline};
+use cuzk_telemetry::{SpanKind, SpanRecord, Stage, Timeline};
 use cuzk_vram::{Arena, ArenaConfig, HostBacking, SimFence};
 use serde::{Deserialize, Serialize};
 
@@ -94,8 +94,8 @@ impl Profile {
     }
 
     /// A profile with the stage durations of a recorded run (the median over its partitions of
-    /// each stage's time; a stage is on the GPU when most of its spans ran off the CPU), and the
-    /// copy time and memory of `base`. Stages the run did not record keep `base`'s values.
+    /// each stage's time; a stage is on the GPU when most of its spans report device time, or,
+    /// in a timeline where none does, ran off the CPU), and the copy time and memory of `base`. Stages the run did not record keep `base`'s values.
     ///
     /// Input copies are recorded as part of `ntt_h` (by the pipeline and by this simulator), so
     /// `base.stage_copy_ns` is taken out of the recorded `ntt_h`: a simulated timeline reads back
@@ -105,6 +105,7 @@ impl Profile {
         if summaries.is_empty() {
             return Err(InterlockError::EmptyTimeline);
         }
+        let timed = timeline.spans.iter().any(|s| s.gpu_ns.is_some());
         let mut stages = Vec::new();
         for stage in Stage::ALL {
             let name = stage.name();
@@ -123,9 +124,18 @@ impl Profile {
             values.sort_unstable();
             let spans: Vec<&SpanRecord> =
                 timeline.spans.iter().filter(|s| s.name == name).collect();
+            // A GPU backend names its device on every stage of a partition, host stages too,
+            // and reports the device's own time on those that ran there; older recordings
+            // (and timelines without any GPU time) tell them apart by device only.
             let off_cpu = spans
                 .iter()
-                .filter(|s| s.device.as_deref().is_some_and(|d| d != "cpu"))
+                .filter(|s| {
+                    if timed {
+                        s.gpu_ns.is_some()
+                    } else {
+                        s.device.as_deref().is_some_and(|d| d != "cpu")
+                    }
+                })
                 .count();
             let median = values[(values.len() - 1) / 2];
             let ns = if stage == Stage::NttH {
@@ -475,7 +485,19 @@ impl Sim<'_> {
 
     fn span(&mut self, w: usize, name: &str, on_gpu: bool, start: u64, end: u64) {
         let worker = &self.workers[w];
-        if let Some(span) = SpanRecord::new(name, start, end) {
+        if let Some(mut span) = SpanRecord::new(name, start, end) {
+            // As the GPU backend records them: a device stage's own time, and a wait's demand.
+            match span.kind {
+                SpanKind::Stage if on_gpu => span.gpu_ns = Some(end - start),
+                SpanKind::Wait if name != "queue_wait" => {
+                    let d = self.config.profile.demand;
+                    span.demand = Some(cuzk_telemetry::Demand {
+                        stage_bytes: d.stage_bytes,
+                        compute_bytes: d.compute_bytes,
+                    });
+                }
+                _ => {}
+            }
             self.spans.push(
                 span.for_partition(worker.job, worker.partition)
                     .on(worker.id, if on_gpu { "gpu0" } else { "cpu" }),

@@ -17,6 +17,12 @@
 //!   addition over bases that are not resident runs on the host, which sums them as fast as they
 //!   could be copied.
 //!
+//! - Each device operation runs between two CUDA events on the worker's stream, and the
+//!   device's time between them is added to the stage span's `gpu_ns` (cuzk-telemetry), so the
+//!   summaries and the waterfall show the device's own time beside the host's wall time. A wait
+//!   for the interlock policy is a `vram_wait` (or `lock_wait`) span carrying the partition's
+//!   demand (`stage_bytes`, `compute_bytes`), which is what the simulator needs to replay it.
+//!
 //! Every result is the CPU backend's, bit for bit (exact group arithmetic; the tests of
 //! `tests/gpu.rs` compare whole proofs).
 //!
@@ -400,57 +406,32 @@ impl GpuBackend {
         Ok(())
     }
 
-    /// `Σ scalars[i]·bases[i]` on the device, bases resident or streamed.
-    fn msm<C: GpuCurve>(
-        &self,
-        bases: Bases<'_, C>,
-        scalars: Scalars<'_>,
-        n: usize,
-    ) -> Result<C::Projective, PipelineError> {
-        if n == 0 {
-            return Ok(C::Projective::identity());
-        }
-        self.msm
-            .msm::<C>(bases, scalars)
-            .map_err(GpuBackendError::msm("msm"))
-            .map_err(on(&self.name))
-    }
-}
-
-impl Backend for GpuBackend {
-    type H = DeviceBuffer<FrLimbs>;
-
-    fn device(&self) -> &str {
-        &self.name
-    }
-
-    fn device_phase(
-        &self,
-        n: usize,
-        ctx: JobContext,
-        partition: usize,
-    ) -> Result<DevicePhase, PipelineError> {
-        let Some(policy) = &self.share.policy else {
-            return Ok(DevicePhase::free());
-        };
-        let wait = if policy.name() == "VramBudget" {
-            tracing::info_span!("vram_wait", job = ctx.job, partition = partition as u64, worker = ctx.worker, device = %self.name)
-        } else {
-            tracing::info_span!("lock_wait", job = ctx.job, partition = partition as u64, worker = ctx.worker, device = %self.name)
-        };
-        let entered = wait.enter();
-        let refused = |e: cuzk_interlock::InterlockError| {
-            on(&self.name)(GpuBackendError::Policy(e.to_string()))
-        };
-        let staged = policy.stage(self.demand(n)).map_err(refused)?.finish();
-        let compute = policy.compute(staged).map_err(refused)?;
-        drop(entered);
-        // Every device stage ends in a stream synchronisation, so when the permit drops the
-        // partition's device work is done and its memory may be reserved again at once.
-        Ok(DevicePhase::held(ComputePermit(Some(compute))))
+    /// Runs `f`, whose device work goes on the worker's stream and is finished when it
+    /// returns, between two CUDA events, and adds the device's time between them to the
+    /// current stage span's `gpu_ns` (cuzk-telemetry's convention): a stage's GPU time is the
+    /// device's own measure, not the host's wall time around it.
+    fn timed<T>(&self, f: impl FnOnce() -> Result<T, PipelineError>) -> Result<T, PipelineError> {
+        let err = |what| move |e| on(&self.name)(GpuBackendError::Gpu { what, source: e });
+        let stream = self.msm.stream();
+        let start = stream
+            .record_event()
+            .map_err(err("recording a timing event"))?;
+        let out = f()?;
+        let end = stream
+            .record_event()
+            .map_err(err("recording a timing event"))?;
+        end.synchronize()
+            .map_err(err("waiting for the stage's end"))?;
+        let ms = start
+            .elapsed_ms(&end)
+            .map_err(err("reading the stage's device time"))?;
+        tracing::Span::current().record("gpu_ns", (f64::from(ms) * 1e6).round() as u64);
+        Ok(out)
     }
 
-    fn ntt_h(
+    /// `ntt_h`'s device work, queued on the worker's stream ([`GpuBackend::timed`] waits for
+    /// it to finish, so that the stage's time is the device's).
+    fn h_on_device(
         &self,
         domain: &Domain,
         a: Vec<Scalar>,
@@ -458,15 +439,6 @@ impl Backend for GpuBackend {
         c: Vec<Scalar>,
     ) -> Result<DeviceBuffer<FrLimbs>, PipelineError> {
         let n = domain.n();
-        for v in [&a, &b, &c] {
-            if v.len() != n {
-                return Err(cuzk_ntt::NttError::LengthMismatch {
-                    expected: n,
-                    got: v.len(),
-                }
-                .into());
-            }
-        }
         let err = on(&self.name);
         let stream = self.msm.stream();
         let mut abc = stream
@@ -502,12 +474,84 @@ impl Backend for GpuBackend {
             .map_err(&err)?;
         // The last coefficient has no parameter point (it is zero for a satisfied circuit).
         h.truncate(n - 1);
-        // The stage ends when the device is done with it, so that its time is the device's.
-        stream
-            .synchronize()
-            .map_err(GpuBackendError::gpu("ntt_h"))
-            .map_err(&err)?;
         Ok(h)
+    }
+
+    /// `Σ scalars[i]·bases[i]` on the device, bases resident or streamed.
+    fn msm<C: GpuCurve>(
+        &self,
+        bases: Bases<'_, C>,
+        scalars: Scalars<'_>,
+        n: usize,
+    ) -> Result<C::Projective, PipelineError> {
+        if n == 0 {
+            return Ok(C::Projective::identity());
+        }
+        self.timed(|| {
+            self.msm
+                .msm::<C>(bases, scalars)
+                .map_err(GpuBackendError::msm("msm"))
+                .map_err(on(&self.name))
+        })
+    }
+}
+
+impl Backend for GpuBackend {
+    type H = DeviceBuffer<FrLimbs>;
+
+    fn device(&self) -> &str {
+        &self.name
+    }
+
+    fn device_phase(
+        &self,
+        n: usize,
+        ctx: JobContext,
+        partition: usize,
+    ) -> Result<DevicePhase, PipelineError> {
+        let Some(policy) = &self.share.policy else {
+            return Ok(DevicePhase::free());
+        };
+        // The wait carries the partition's demand, so that a recorded run can be replayed by
+        // the interlock simulator (`cargo xtask bench interlock --replay`).
+        let demand = self.demand(n);
+        let (stage_bytes, compute_bytes) = (demand.stage_bytes, demand.compute_bytes);
+        let partition = partition as u64;
+        let wait = if policy.name() == "VramBudget" {
+            tracing::info_span!("vram_wait", job = ctx.job, partition, worker = ctx.worker, device = %self.name, stage_bytes, compute_bytes)
+        } else {
+            tracing::info_span!("lock_wait", job = ctx.job, partition, worker = ctx.worker, device = %self.name, stage_bytes, compute_bytes)
+        };
+        let entered = wait.enter();
+        let refused = |e: cuzk_interlock::InterlockError| {
+            on(&self.name)(GpuBackendError::Policy(e.to_string()))
+        };
+        let staged = policy.stage(demand).map_err(refused)?.finish();
+        let compute = policy.compute(staged).map_err(refused)?;
+        drop(entered);
+        // Every device stage ends in a stream synchronisation, so when the permit drops the
+        // partition's device work is done and its memory may be reserved again at once.
+        Ok(DevicePhase::held(ComputePermit(Some(compute))))
+    }
+
+    fn ntt_h(
+        &self,
+        domain: &Domain,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    ) -> Result<DeviceBuffer<FrLimbs>, PipelineError> {
+        let n = domain.n();
+        for v in [&a, &b, &c] {
+            if v.len() != n {
+                return Err(cuzk_ntt::NttError::LengthMismatch {
+                    expected: n,
+                    got: v.len(),
+                }
+                .into());
+            }
+        }
+        self.timed(|| self.h_on_device(domain, a, b, c))
     }
 
     fn msm_h(
@@ -558,11 +602,12 @@ impl Backend for GpuBackend {
         indices: &[u32],
     ) -> Result<G1Projective, PipelineError> {
         match self.resident_g1(bases) {
-            Some((set, i)) if !indices.is_empty() => self
-                .msm
-                .batch_add::<G1>(&set.g1[i].bases, Selection::Indices(indices))
-                .map_err(GpuBackendError::msm("batch addition"))
-                .map_err(on(&self.name)),
+            Some((set, i)) if !indices.is_empty() => self.timed(|| {
+                self.msm
+                    .batch_add::<G1>(&set.g1[i].bases, Selection::Indices(indices))
+                    .map_err(GpuBackendError::msm("batch addition"))
+                    .map_err(on(&self.name))
+            }),
             _ => Ok(cuzk_msm::batch_add::<G1>(
                 bases,
                 Selection::Indices(indices),
@@ -576,11 +621,12 @@ impl Backend for GpuBackend {
         indices: &[u32],
     ) -> Result<G2Projective, PipelineError> {
         match self.resident_g2(bases) {
-            Some((set, i)) if !indices.is_empty() => self
-                .msm
-                .batch_add::<G2>(&set.g2[i].bases, Selection::Indices(indices))
-                .map_err(GpuBackendError::msm("batch addition"))
-                .map_err(on(&self.name)),
+            Some((set, i)) if !indices.is_empty() => self.timed(|| {
+                self.msm
+                    .batch_add::<G2>(&set.g2[i].bases, Selection::Indices(indices))
+                    .map_err(GpuBackendError::msm("batch addition"))
+                    .map_err(on(&self.name))
+            }),
             _ => Ok(cuzk_msm::batch_add::<G2>(
                 bases,
                 Selection::Indices(indices),

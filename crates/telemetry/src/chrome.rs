@@ -73,6 +73,13 @@ impl Timeline {
             if let Some(device) = &span.device {
                 args.insert("device".into(), device.clone().into());
             }
+            if let Some(gpu_ns) = span.gpu_ns {
+                args.insert("gpu_ns".into(), gpu_ns.into());
+            }
+            if let Some(d) = span.demand {
+                args.insert("stage_bytes".into(), d.stage_bytes.into());
+                args.insert("compute_bytes".into(), d.compute_bytes.into());
+            }
             events.push(json!({
                 "name": span.name,
                 "cat": category(span.kind),
@@ -130,6 +137,14 @@ pub(crate) fn from_chrome_trace(trace: &Value) -> Result<Timeline, TelemetryErro
             .and_then(|a| a.get("device"))
             .and_then(Value::as_str)
             .map(str::to_owned);
+        span.gpu_ns = number("gpu_ns");
+        span.demand = match (number("stage_bytes"), number("compute_bytes")) {
+            (Some(stage_bytes), Some(compute_bytes)) => Some(crate::Demand {
+                stage_bytes,
+                compute_bytes,
+            }),
+            _ => None,
+        };
         spans.push(span);
     }
     Ok(Timeline::new(spans))

@@ -17,6 +17,12 @@
 //! span with the same fields, from which children inherit fields they do not set. Other spans are
 //! ignored. This crate depends on no other cuzk crate.
 //!
+//! Two optional fields, never inherited: a stage that ran on a GPU reports the device's own
+//! time for its work, measured with CUDA events, in `gpu_ns` (u64, declared empty when the span
+//! is made and recorded after each device operation; the reports of one span add up, since a
+//! stage may run several operations); a wait for a device's memory or locks carries the memory
+//! the partition asked for in `stage_bytes` and `compute_bytes`.
+//!
 //! # Use
 //!
 //! ```
@@ -63,7 +69,7 @@ pub use recorder::{Clock, ManualClock, MonotonicClock, Recorder, RecorderHandle}
 pub use stage::Stage;
 pub use summary::{DeviceBusy, PartitionSummary, RunSummary, StageStats};
 pub use svg::colour;
-pub use timeline::{SpanKind, SpanRecord, Timeline, PARTITION, WAITS};
+pub use timeline::{Demand, SpanKind, SpanRecord, Timeline, PARTITION, WAITS};
 
 /// What reading a timeline back can fail on.
 #[derive(Debug, thiserror::Error)]

@@ -11,7 +11,7 @@ use tracing::Subscriber;
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::timeline::{SpanKind, SpanRecord, Timeline};
+use crate::timeline::{Demand, SpanKind, SpanRecord, Timeline};
 
 /// Where the recorder reads the time: nanoseconds since some fixed start.
 pub trait Clock: Send + Sync + fmt::Debug + 'static {
@@ -160,6 +160,10 @@ struct Fields {
     partition: Option<u64>,
     worker: Option<u64>,
     device: Option<String>,
+    /// Device time reported by the span itself (added up; not inherited).
+    gpu_ns: Option<u64>,
+    stage_bytes: Option<u64>,
+    compute_bytes: Option<u64>,
 }
 
 impl Fields {
@@ -178,8 +182,18 @@ impl Fields {
             "partition" => self.partition = Some(value),
             "worker" => self.worker = Some(value),
             "device" => self.device = Some(value.to_string()),
+            "gpu_ns" => self.gpu_ns = Some(self.gpu_ns.unwrap_or(0).saturating_add(value)),
+            "stage_bytes" => self.stage_bytes = Some(value),
+            "compute_bytes" => self.compute_bytes = Some(value),
             _ => {}
         }
+    }
+
+    fn demand(&self) -> Option<Demand> {
+        Some(Demand {
+            stage_bytes: self.stage_bytes?,
+            compute_bytes: self.compute_bytes?,
+        })
     }
 }
 
@@ -283,6 +297,8 @@ where
             job: open.fields.job,
             partition: open.fields.partition,
             worker: open.fields.worker,
+            gpu_ns: open.fields.gpu_ns,
+            demand: open.fields.demand(),
             device: open.fields.device,
             start_ns,
             end_ns: self.inner.clock.now_ns().max(start_ns),

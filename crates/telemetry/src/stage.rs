@@ -84,22 +84,45 @@ impl Stage {
     }
 
     /// A new `info` span for this stage of one partition, with the fields the [`Recorder`]
-    /// reads (`tracing` needs each span's name as a literal, hence the `match`; a test checks
-    /// that every span carries [`Stage::name`]).
+    /// reads, `gpu_ns` empty for a GPU backend to record its CUDA-event time into (`tracing`
+    /// needs each span's name as a literal, hence the `match`; a test checks that every span
+    /// carries [`Stage::name`]).
     ///
     /// [`Recorder`]: crate::Recorder
     pub fn span(self, job: u64, partition: u64, worker: u64, device: &str) -> Span {
+        use tracing::field::Empty;
         match self {
-            Stage::Validate => tracing::info_span!("validate", job, partition, worker, device),
-            Stage::SplitVectors => {
-                tracing::info_span!("split_vectors", job, partition, worker, device)
+            Stage::Validate => {
+                tracing::info_span!("validate", job, partition, worker, device, gpu_ns = Empty)
             }
-            Stage::PrepMsm => tracing::info_span!("prep_msm", job, partition, worker, device),
-            Stage::BatchAdd => tracing::info_span!("batch_add", job, partition, worker, device),
-            Stage::TailMsm => tracing::info_span!("tail_msm", job, partition, worker, device),
-            Stage::NttH => tracing::info_span!("ntt_h", job, partition, worker, device),
-            Stage::MsmH => tracing::info_span!("msm_h", job, partition, worker, device),
-            Stage::Epilogue => tracing::info_span!("epilogue", job, partition, worker, device),
+            Stage::SplitVectors => {
+                tracing::info_span!(
+                    "split_vectors",
+                    job,
+                    partition,
+                    worker,
+                    device,
+                    gpu_ns = Empty
+                )
+            }
+            Stage::PrepMsm => {
+                tracing::info_span!("prep_msm", job, partition, worker, device, gpu_ns = Empty)
+            }
+            Stage::BatchAdd => {
+                tracing::info_span!("batch_add", job, partition, worker, device, gpu_ns = Empty)
+            }
+            Stage::TailMsm => {
+                tracing::info_span!("tail_msm", job, partition, worker, device, gpu_ns = Empty)
+            }
+            Stage::NttH => {
+                tracing::info_span!("ntt_h", job, partition, worker, device, gpu_ns = Empty)
+            }
+            Stage::MsmH => {
+                tracing::info_span!("msm_h", job, partition, worker, device, gpu_ns = Empty)
+            }
+            Stage::Epilogue => {
+                tracing::info_span!("epilogue", job, partition, worker, device, gpu_ns = Empty)
+            }
         }
     }
 }

@@ -34,6 +34,9 @@ pub struct PartitionSummary {
     pub stage_ns: [u64; Stage::ALL.len()],
     /// Time in each of [`WAITS`], in that order.
     pub wait_ns: [u64; WAITS.len()],
+    /// The device's own time for its stages, from CUDA events (0 on the CPU).
+    #[serde(default)]
+    pub gpu_ns: u64,
 }
 
 fn ms(ns: u64) -> f64 {
@@ -55,6 +58,9 @@ impl fmt::Display for PartitionSummary {
         for (name, ns) in WAITS.iter().zip(self.wait_ns) {
             write!(f, " {name}_ms={:.1}", ms(ns))?;
         }
+        if self.gpu_ns > 0 {
+            write!(f, " gpu_ms={:.1}", ms(self.gpu_ns))?;
+        }
         Ok(())
     }
 }
@@ -64,10 +70,16 @@ impl fmt::Display for PartitionSummary {
 pub struct DeviceBusy {
     /// The device.
     pub device: String,
-    /// The union of its stage spans (overlapping spans counted once).
+    /// The union of its stage spans (overlapping spans counted once); for a device whose
+    /// stages report CUDA-event time (`gpu_ns`), the union of those times, each placed at the
+    /// end of its span.
     pub busy_ns: u64,
     /// `busy_ns` over the run's wall time.
     pub busy_fraction: f64,
+    /// The device's own time for those stages, from CUDA events, added up over every worker
+    /// (0 when none was reported; concurrent work of several workers counts once per worker).
+    #[serde(default)]
+    pub gpu_ns: u64,
 }
 
 /// Percentiles of one stage or wait over the partitions that have it.
@@ -110,13 +122,17 @@ impl fmt::Display for RunSummary {
             self.partitions_per_s
         )?;
         for d in &self.devices {
-            writeln!(
+            write!(
                 f,
                 "device={} busy_ms={:.1} busy_fraction={:.3}",
                 d.device,
                 ms(d.busy_ns),
                 d.busy_fraction
             )?;
+            if d.gpu_ns > 0 {
+                write!(f, " gpu_ms={:.1}", ms(d.gpu_ns))?;
+            }
+            writeln!(f)?;
         }
         for s in &self.stages {
             writeln!(
@@ -183,13 +199,25 @@ impl Timeline {
     pub fn run_summary(&self) -> RunSummary {
         let wall_ns = self.wall_ns();
         let partitions = self.partition_summaries();
-        let mut busy: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
+        // Per device: its stage spans, and the device-time intervals of those that report
+        // one (the span's last `gpu_ns`: its device work ends when the span does).
+        #[derive(Default)]
+        struct Busy {
+            spans: Vec<(u64, u64)>,
+            timed: Vec<(u64, u64)>,
+            gpu_ns: u64,
+        }
+        let mut busy: BTreeMap<&str, Busy> = BTreeMap::new();
         for span in &self.spans {
             if span.kind == SpanKind::Stage {
                 if let Some(device) = &span.device {
-                    busy.entry(device)
-                        .or_default()
-                        .push((span.start_ns, span.end_ns));
+                    let entry = busy.entry(device).or_default();
+                    entry.spans.push((span.start_ns, span.end_ns));
+                    if let Some(g) = span.gpu_ns {
+                        let from = span.end_ns.saturating_sub(g).max(span.start_ns);
+                        entry.timed.push((from, span.end_ns));
+                        entry.gpu_ns += g;
+                    }
                 }
             }
         }
@@ -202,12 +230,15 @@ impl Timeline {
         };
         let devices = busy
             .into_iter()
-            .map(|(device, intervals)| {
-                let busy_ns = union_ns(intervals);
+            .map(|(device, b)| {
+                // A device that reports its own time is busy for that time only (a GPU
+                // backend's host stages carry its name too); else for its stages' spans.
+                let busy_ns = union_ns(if b.timed.is_empty() { b.spans } else { b.timed });
                 DeviceBusy {
                     device: device.to_owned(),
                     busy_ns,
                     busy_fraction: fraction(busy_ns),
+                    gpu_ns: b.gpu_ns,
                 }
             })
             .collect();
@@ -273,9 +304,11 @@ fn summarise(job: u64, partition: u64, spans: &[&SpanRecord]) -> PartitionSummar
         .or_else(|| spans.iter().find_map(|s| s.device.clone()));
     let mut stage_ns = [0; Stage::ALL.len()];
     let mut wait_ns = [0; WAITS.len()];
+    let mut gpu_ns = 0;
     for span in spans {
         if let Some(stage) = Stage::from_name(&span.name) {
             stage_ns[stage.index()] += span.duration_ns();
+            gpu_ns += span.gpu_ns.unwrap_or(0);
         } else if let Some(i) = WAITS.iter().position(|n| *n == span.name) {
             wait_ns[i] += span.duration_ns();
         }
@@ -290,6 +323,7 @@ fn summarise(job: u64, partition: u64, spans: &[&SpanRecord]) -> PartitionSummar
         total_ns: whole.map_or(end_ns - start_ns, |s| s.duration_ns()),
         stage_ns,
         wait_ns,
+        gpu_ns,
     }
 }
 

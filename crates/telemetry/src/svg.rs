@@ -1,5 +1,7 @@
 //! An SVG waterfall: one lane per worker, stages as coloured bars, waits hatched, partitions as a
-//! thin bar under their stages, a time axis and a legend. Plain SVG 1.1, no scripts, so any
+//! thin bar under their stages; then one lane per GPU with every worker's stages on it (light
+//! where one worker ran, darker where several overlapped, and the device's own CUDA-event time
+//! as a dark band at the end of each bar); a time axis and a legend. Plain SVG 1.1, no scripts, so any
 //! browser shows it and hovering a bar shows its `<title>`.
 
 use std::fmt::Write as _;
@@ -62,6 +64,9 @@ fn time_label(ns: u64, step_ns: u64) -> String {
 
 fn tooltip(span: &SpanRecord) -> String {
     let mut t = format!("{} {:.1} ms", span.name, span.duration_ns() as f64 / 1e6);
+    if let Some(gpu_ns) = span.gpu_ns {
+        let _ = write!(t, " (device {:.1} ms)", gpu_ns as f64 / 1e6);
+    }
     if let (Some(job), Some(p)) = (span.job, span.partition) {
         let _ = write!(t, " job={job} partition={p}");
     }
@@ -73,14 +78,17 @@ fn tooltip(span: &SpanRecord) -> String {
 
 impl Timeline {
     /// The timeline as an SVG waterfall: one lane (`<g class="lane" data-worker="N">`) per
-    /// worker, in worker order. Spans that name no worker are not drawn.
+    /// worker, in worker order, then one (`<g class="device-lane" data-device="gpu0">`) per
+    /// device other than the host (`cpu`, whose work the worker lanes already show). Spans that
+    /// name no worker are not drawn in worker lanes.
     pub fn to_svg_waterfall(&self) -> String {
         let workers = self.workers();
+        let gpus: Vec<String> = self.devices().into_iter().filter(|d| d != "cpu").collect();
         let (t0, t1) = self.bounds_ns();
         let span_ns = (t1 - t0).max(1);
         let plot_w = WIDTH - LEFT - RIGHT;
         let x = |t: u64| LEFT + (t - t0) as f64 / span_ns as f64 * plot_w;
-        let lanes_h = LANE * workers.len() as f64;
+        let lanes_h = LANE * (workers.len() + gpus.len()) as f64;
         let axis_y = TOP + lanes_h + 4.0;
         let legend_y = axis_y + 36.0;
         let height = legend_y + 2.0 * 22.0 + 12.0;
@@ -162,6 +170,55 @@ impl Timeline {
                             tooltip(sp)
                         );
                     }
+                }
+            }
+            s.push_str("</g>\n");
+        }
+        let busy = summary.devices;
+        for (i, device) in gpus.iter().enumerate() {
+            let lane = workers.len() + i;
+            let y = TOP + LANE * lane as f64;
+            let top = y + (LANE - BAR) / 2.0;
+            let fraction = busy
+                .iter()
+                .find(|d| &d.device == device)
+                .map_or(0.0, |d| d.busy_fraction);
+            let _ = writeln!(
+                s,
+                r##"<g class="device-lane" data-device="{}"><rect x="{LEFT}" y="{y}" width="{plot_w}" height="{LANE}" fill="#e8eef4"/>"##,
+                escape(device)
+            );
+            let _ = writeln!(
+                s,
+                r#"<text x="{}" y="{}" text-anchor="end">{} {:.0}%</text>"#,
+                LEFT - 8.0,
+                y + LANE / 2.0 + 4.0,
+                escape(device),
+                fraction * 100.0
+            );
+            let stages = self
+                .spans
+                .iter()
+                .filter(|sp| sp.kind == SpanKind::Stage && sp.device.as_deref() == Some(device));
+            for sp in stages {
+                let x0 = x(sp.start_ns);
+                let w = (x(sp.end_ns) - x0).max(0.5);
+                let _ = writeln!(
+                    s,
+                    r#"<rect class="stage" data-name="{}" x="{x0:.2}" y="{top:.2}" width="{w:.2}" height="{BAR}" fill="{}" fill-opacity="0.45"><title>{}</title></rect>"#,
+                    sp.name,
+                    colour(&sp.name),
+                    tooltip(sp)
+                );
+                if let Some(gpu_ns) = sp.gpu_ns.filter(|&g| g > 0) {
+                    let g0 = x(sp.end_ns.saturating_sub(gpu_ns).max(sp.start_ns));
+                    let gw = (x(sp.end_ns) - g0).max(0.5);
+                    let _ = writeln!(
+                        s,
+                        r#"<rect class="gpu-time" x="{g0:.2}" y="{:.2}" width="{gw:.2}" height="4" fill="{}"/>"#,
+                        top + BAR - 4.0,
+                        colour(&sp.name)
+                    );
                 }
             }
             s.push_str("</g>\n");

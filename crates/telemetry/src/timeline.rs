@@ -56,6 +56,25 @@ pub struct SpanRecord {
     pub start_ns: u64,
     /// End, in nanoseconds from the recorder's start (never before `start_ns`).
     pub end_ns: u64,
+    /// The device's own time for the span's work, from CUDA events (a stage on a GPU); `None`
+    /// for host work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_ns: Option<u64>,
+    /// For a wait for device memory or a device lock: the device memory the partition asked
+    /// for, staged inputs and compute workspace in bytes (what the interlock simulator needs
+    /// to replay the run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub demand: Option<Demand>,
+}
+
+/// The device memory a partition asks for before its device stages, as recorded on its wait
+/// span (`stage_bytes` and `compute_bytes` fields).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Demand {
+    /// Its staged inputs.
+    pub stage_bytes: u64,
+    /// Its compute workspace.
+    pub compute_bytes: u64,
 }
 
 impl SpanRecord {
@@ -70,6 +89,8 @@ impl SpanRecord {
             device: None,
             start_ns,
             end_ns: end_ns.max(start_ns),
+            gpu_ns: None,
+            demand: None,
         })
     }
 
@@ -84,6 +105,18 @@ impl SpanRecord {
     pub fn on(mut self, worker: u64, device: &str) -> Self {
         self.worker = Some(worker);
         self.device = Some(device.to_owned());
+        self
+    }
+
+    /// Sets the device time measured by CUDA events.
+    pub fn with_gpu_ns(mut self, gpu_ns: u64) -> Self {
+        self.gpu_ns = Some(gpu_ns);
+        self
+    }
+
+    /// Sets the device memory asked for (a wait span).
+    pub fn with_demand(mut self, demand: Demand) -> Self {
+        self.demand = Some(demand);
         self
     }
 
