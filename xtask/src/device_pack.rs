@@ -17,8 +17,8 @@ const RUN_SH: &str = r#"#!/usr/bin/env bash
 # Written by `cargo xtask device-pack`. Runs the GPU tests (those whose name matches the regex
 # $TESTS_ONLY when set), then the NTT benchmark (its arguments are this script's; NTT_SKIP=1
 # skips it), then the MSM benchmark (its arguments in $MSM_ARGS; MSM_ARGS=skip skips it), then
-# `cuzk bench` for the sizes in $PROVE_SIZES. Logs and results go to $OUT (default: ./out beside
-# this script).
+# `cuzk bench` for the sizes in $PROVE_SIZES, then the interlock policies at $POLICY_SIZE. Logs
+# and results go to $OUT (default: ./out beside this script).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/out}
@@ -64,6 +64,21 @@ for n in ${PROVE_SIZES:-}; do
             ${PROVE_ARGS:-} 2>&1 | tee -a "$out/prove.log" || status=1
     done
 done
+# The interlock policies on the device: at log2 size $POLICY_SIZE, each policy with 1 to 3
+# workers over $POLICY_PARTITIONS (default 6) partitions, with $PROVE_ARGS; each run's timeline
+# is kept for `cargo xtask bench interlock --replay` (busy fraction and throughput in the log).
+if [ -n "${POLICY_SIZE:-}" ]; then
+    for policy in single two budget; do
+        for w in 1 2 3; do
+            echo "== cuzk bench --policy $policy --workers $w --log-size $POLICY_SIZE" | tee -a "$out/policy.log"
+            # shellcheck disable=SC2086
+            "$bin/cuzk" bench --backend gpu --log-size "$POLICY_SIZE" \
+                --partitions "${POLICY_PARTITIONS:-6}" --workers "$w" --policy "$policy" \
+                --timeline "$out/timeline-$policy-w$w.json" ${PROVE_ARGS:-} 2>&1 \
+                | tee -a "$out/policy.log" || status=1
+        done
+    done
+fi
 grep -E "^test result|FAILED|panicked" "$out/tests.log" || true
 echo "run.sh: exit status $status"
 exit $status

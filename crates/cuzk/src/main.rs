@@ -249,6 +249,8 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     for line in timeline.partition_summaries() {
         println!("{line}");
     }
+    // Throughput, each device's busy fraction (its CUDA-event time on a GPU), stage percentiles.
+    print!("{}", timeline.run_summary());
     if let Some(path) = &args.timeline {
         std::fs::write(path, timeline.to_chrome_trace_string())
             .with_context(|| format!("writing {}", path.display()))?;

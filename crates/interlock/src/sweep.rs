@@ -344,7 +344,15 @@ impl SweepReport {
              free, 3 workers, 1 proof): hatched lock and VRAM waits between the CPU stages and \
              the GPU stages. `interlock-vrambudget-141gib.svg`: `VramBudget` on 141 GiB with \
              stream-ordered release, 3 workers, 3 proofs: copies overlap kernels. Both are the \
-             simulator's timelines drawn by `cuzk-telemetry`.\n\n",
+             simulator's timelines drawn by `cuzk-telemetry`.\n\n\
+             ## Replaying a real run\n\n\
+             `cuzk bench --backend gpu --workers N --policy P --timeline FILE.json` records a \
+             run on a device: its stage spans (with the device's CUDA-event time) and each \
+             partition's wait with its memory demand. `cargo xtask bench interlock --replay \
+             FILE.json --policy P --vram-gib G` runs the simulator on that recording (its \
+             workers, partitions, stage medians and demand; `G` the device memory the \
+             partitions shared) and prints the measured and predicted wall time, throughput, \
+             device busy fraction and stage medians side by side.\n\n",
         );
 
         md.push_str("## Every point\n\n");
