@@ -87,6 +87,13 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     )
     .run()
     .context("clippy over the kernel emulator's driver")?;
+    // The emulated driver itself: copies, poisoned fresh memory, ranges lent by a region.
+    cmd!(
+        sh,
+        "cargo test --locked -p cuzk-gpu --features emu --lib emu::"
+    )
+    .run()
+    .context("the kernel emulator's driver")?;
     // The GPU NTT and the GPU prover on the kernel emulator (cuzk-gpu's `emu`: the driver API on
     // host memory, the kernels compiled for the host): the NTT against its reference, proofs
     // against the CPU backend's bytes.
