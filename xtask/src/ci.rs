@@ -95,9 +95,9 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     .run()
     .context("the kernel emulator's driver")?;
     // The GPU NTT and the GPU prover on the kernel emulator (cuzk-gpu's `emu`: the driver API on
-    // host memory, the kernels compiled for the host): the NTT against its reference, proofs
-    // against the CPU backend's bytes.
-    cmd!(sh, "cargo test --locked -p cuzk-ntt -p cuzk --no-default-features --features cuzk-ntt/cuda,cuzk/cuda,cuzk-gpu/emu --test gpu --test gpu_backend")
+    // host memory, the kernels compiled for the host): the NTT against its reference, the arena
+    // lending device buffers, proofs against the CPU backend's bytes.
+    cmd!(sh, "cargo test --locked -p cuzk-ntt -p cuzk-vram -p cuzk --no-default-features --features cuzk-ntt/cuda,cuzk-vram/cuda,cuzk/cuda,cuzk-gpu/emu --test gpu --test device --test gpu_backend")
         .run()
         .context("the GPU NTT and prover on the kernel emulator")?;
     Ok(())
