@@ -87,10 +87,17 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     )
     .run()
     .context("clippy over the kernel emulator's driver")?;
+    // The emulated driver itself: copies, poisoned fresh memory, ranges lent by a region.
+    cmd!(
+        sh,
+        "cargo test --locked -p cuzk-gpu --features emu --lib emu::"
+    )
+    .run()
+    .context("the kernel emulator's driver")?;
     // The GPU NTT and the GPU prover on the kernel emulator (cuzk-gpu's `emu`: the driver API on
-    // host memory, the kernels compiled for the host): the NTT against its reference, proofs
-    // against the CPU backend's bytes.
-    cmd!(sh, "cargo test --locked -p cuzk-ntt -p cuzk --no-default-features --features cuzk-ntt/cuda,cuzk/cuda,cuzk-gpu/emu --test gpu --test gpu_backend")
+    // host memory, the kernels compiled for the host): the NTT against its reference, the arena
+    // lending device buffers, proofs against the CPU backend's bytes.
+    cmd!(sh, "cargo test --locked -p cuzk-ntt -p cuzk-vram -p cuzk --no-default-features --features cuzk-ntt/cuda,cuzk-vram/cuda,cuzk/cuda,cuzk-gpu/emu --test gpu --test device --test gpu_backend")
         .run()
         .context("the GPU NTT and prover on the kernel emulator")?;
     Ok(())

@@ -18,12 +18,23 @@ use proptest::prelude::*;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
+/// The backends' configuration: an arena per backend of 8 GiB on a GPU (the tests' backends
+/// live side by side, and a default arena takes the device's free memory), 1 GiB on the
+/// emulator (host memory, mapped only where written).
+fn config() -> GpuConfig {
+    let gib = if cuzk_gpu::EMULATED { 1 } else { 8 };
+    GpuConfig {
+        arena_bytes: Some(gib << 30),
+        ..GpuConfig::default()
+    }
+}
+
 /// One backend on device 0 for every test of this file; `None` without a usable GPU.
 fn gpu() -> Option<&'static Prover<GpuBackend>> {
     static GPU: OnceLock<Option<Prover<GpuBackend>>> = OnceLock::new();
     GPU.get_or_init(|| {
         let device = cuzk_gpu::device_for_tests()?;
-        let backend = GpuBackend::on_device(&device, 0, GpuConfig::default())
+        let backend = GpuBackend::on_device(&device, 0, config())
             .expect("the kernels load on a device that opened");
         Some(Prover::new(backend, ProverConfig::default()))
     })
@@ -199,7 +210,7 @@ fn workers_share_a_device_under_every_policy() {
         .map(|(r, s)| one_proof(&cpu, &params, c.clone(), *r, *s))
         .collect();
     for policy in PolicyKind::ALL {
-        let workers = GpuBackend::workers(0, GpuConfig::default(), 2, policy).unwrap();
+        let workers = GpuBackend::workers(0, config(), 2, policy).unwrap();
         assert!(workers[0].preload(&params).unwrap() > 0);
         assert_eq!(
             workers[1].resident_bytes(),
@@ -263,20 +274,27 @@ fn device_stages_report_event_time_and_the_run_replays() {
     let c = PorepShaped::new(9, 5);
     let mut rng = rng(23);
     let params = Arc::new(generate_random_parameters(c.clone(), &mut rng).unwrap());
-    let mut workers =
-        GpuBackend::workers(0, GpuConfig::default(), 1, PolicyKind::VramBudget).unwrap();
+    let mut workers = GpuBackend::workers(0, config(), 1, PolicyKind::VramBudget).unwrap();
     let backend = workers.remove(0);
     backend.preload(&params).unwrap();
     let prover = Prover::new(backend, ProverConfig::default());
     let (recorder, handle) = Recorder::new();
+    // While one dispatcher is registered, tracing asks only the current thread's subscriber
+    // whether a call site is enabled, so a stage span first reached on another test's thread
+    // (no subscriber) would stay disabled here: a second live dispatcher makes it ask them all.
+    let _second = tracing::Dispatch::new(tracing_subscriber::registry());
     tracing::subscriber::with_default(tracing_subscriber::registry().with(recorder), || {
-        for _ in 0..2 {
+        // Two jobs (the replay counts partitions by job and partition).
+        for job in 0..2 {
             let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-            one_proof(&prover, &params, c.clone(), r, s);
+            let assignment = cuzk_groth16::synthesize(c.clone()).unwrap();
+            prover
+                .prove_batch(&params, vec![assignment], &[r], &[s], job)
+                .unwrap();
         }
     });
     let timeline = handle.snapshot();
-    let stage = |name: &str| timeline.spans.iter().filter(move |s| s.name == name);
+    let stage = |name: &'static str| timeline.spans.iter().filter(move |s| s.name == name);
     for name in ["ntt_h", "msm_h", "tail_msm"] {
         assert_eq!(stage(name).count(), 2, "{name}");
         assert!(
@@ -290,15 +308,15 @@ fn device_stages_report_event_time_and_the_run_replays() {
             "{name} runs on the host"
         );
     }
-    let demand = prover.backend().demand(1 << 9);
     let waits: Vec<_> = stage("vram_wait").collect();
     assert_eq!(waits.len(), 2);
+    let first = waits[0].demand.expect("the wait carries the demand");
     for w in waits {
         let d = w.demand.expect("the wait carries the demand");
-        assert_eq!(
-            (d.stage_bytes, d.compute_bytes),
-            (demand.stage_bytes, demand.compute_bytes)
-        );
+        // Two partitions of one circuit: one shape; a, b, c and h staged.
+        assert_eq!(d, first);
+        assert_eq!(d.stage_bytes, 4 * (1 << 9) * 32);
+        assert!(d.compute_bytes > 0);
     }
     let summary = timeline.run_summary();
     let gpu0 = summary.devices.iter().find(|d| d.device == "gpu0").unwrap();
@@ -317,4 +335,99 @@ fn device_stages_report_event_time_and_the_run_replays() {
     assert_eq!(report.simulation.config.workers, 1);
     let svg = timeline.to_svg_waterfall();
     assert!(svg.contains(r#"class="device-lane" data-device="gpu0""#));
+}
+
+/// Device memory comes from the arena (issue 43, "The data path"): after a first partition has
+/// made the NTT's tables, a partition's buffers (a, b, c, h, every MSM's and batch addition's
+/// scratch) are sub-allocated from the reservation its policy granted, so proving makes no
+/// allocation call at all, bases streamed or resident; the reservation returns when the
+/// partition ends, and the proofs are still the CPU's.
+#[test]
+fn steady_state_proving_allocates_nothing() {
+    let Some(device) = cuzk_gpu::device_for_tests() else {
+        return;
+    };
+    let prover = Prover::new(
+        GpuBackend::on_device(&device, 0, config()).unwrap(),
+        ProverConfig::default(),
+    );
+    let c = PorepShaped::new(9, 3);
+    let mut rng = rng(31);
+    let params = Arc::new(generate_random_parameters(c.clone(), &mut rng).unwrap());
+    let cpu = Prover::new(CpuBackend, ProverConfig::default());
+    let mut prove_counted = |what: &str| {
+        let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+        let before = cuzk_gpu::counted_driver_calls_here();
+        let got = one_proof(&prover, &params, c.clone(), r, s);
+        let after = cuzk_gpu::counted_driver_calls_here();
+        assert_eq!(got, one_proof(&cpu, &params, c.clone(), r, s), "{what}");
+        before.zip(after).map(|(b, a)| a.alloc - b.alloc)
+    };
+    prove_counted("warm-up: the NTT's tables");
+    if let Some(allocs) = prove_counted("bases streamed") {
+        assert_eq!(allocs, 0, "bases streamed: allocation calls");
+    }
+    assert!(prover.backend().preload(&params).unwrap() > 0);
+    if let Some(allocs) = prove_counted("bases resident") {
+        assert_eq!(allocs, 0, "bases resident: allocation calls");
+    }
+    let stats = prover.backend().arena().stats();
+    assert_eq!(stats.reserved, 0, "every reservation returned: {stats:?}");
+    assert_eq!(
+        stats.in_use, stats.resident,
+        "only the bases stay: {stats:?}"
+    );
+    assert!(stats.reservations >= 3 && stats.peak_committed > stats.resident);
+    assert!(prover.backend().evict(&params));
+    assert_eq!(prover.backend().arena().stats().in_use, 0);
+}
+
+/// A partition whose demand can never fit the device's arena is refused with a typed error
+/// before anything runs, holding nothing.
+#[test]
+fn a_partition_that_can_never_fit_is_a_typed_error() {
+    use cuzk::pipeline::gpu::GpuBackendError;
+    use cuzk::pipeline::PipelineError;
+    use cuzk_interlock::InterlockError;
+    use cuzk_vram::VramError;
+
+    let Some(device) = cuzk_gpu::device_for_tests() else {
+        return;
+    };
+    let small = GpuConfig {
+        arena_bytes: Some(64 << 10),
+        ..config()
+    };
+    let prover = Prover::new(
+        GpuBackend::on_device(&device, 0, small).unwrap(),
+        ProverConfig::default(),
+    );
+    let c = PorepShaped::new(9, 3);
+    let mut rng = rng(37);
+    let params = generate_random_parameters(c.clone(), &mut rng).unwrap();
+    let assignment = cuzk_groth16::synthesize(c.clone()).unwrap();
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let err = prover
+        .prove_batch(&params, vec![assignment], &[r], &[s], 0)
+        .unwrap_err();
+    let PipelineError::Device { device, source } = &err else {
+        panic!("not a device error: {err}");
+    };
+    assert_eq!(device, "gpu0");
+    let refused = source.downcast_ref::<GpuBackendError>();
+    assert!(
+        matches!(
+            refused,
+            Some(GpuBackendError::Policy(InterlockError::Vram(
+                VramError::Unsatisfiable { .. }
+            )))
+        ),
+        "{err}"
+    );
+    let stats = prover.backend().arena().stats();
+    assert_eq!(
+        (stats.reserved, stats.in_use, stats.refused),
+        (0, 0, 1),
+        "{stats:?}"
+    );
 }

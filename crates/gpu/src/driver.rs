@@ -3,13 +3,17 @@
 //! Ordering contract: a [`Device`] turns off cudarc's per-buffer event tracking, so nothing
 //! orders work on a buffer across streams behind the caller's back (no hidden event records or
 //! waits on the hot path). Work on one stream runs in order; work on different streams is ordered
-//! by the caller with [`Stream::record_event`] and [`Stream::wait_event`]. A [`DeviceBuffer`] is
-//! freed on the stream it was allocated on, so it must outlive any use on other streams.
+//! by the caller with [`Stream::record_event`] and [`Stream::wait_event`]. A [`DeviceBuffer`] from
+//! the stream's pool is freed on the stream it was allocated on, so it must outlive any use on
+//! other streams; one lent from a [`SharedRegion`] (an arena's range) returns its range to the
+//! owner when it drops, and the owner decides when the range may be reused (cuzk-vram: after a
+//! fence). Copies and kernel arguments work on addresses, the same for both.
 #![allow(unsafe_code)]
 
+use std::any::Any;
 use std::ffi::c_void;
 use std::marker::PhantomData;
-use std::mem::size_of;
+use std::mem::{align_of, size_of};
 use std::sync::Arc;
 
 use crate::args::{KernelArgs, LaunchConfig};
@@ -194,7 +198,7 @@ impl Stream {
             driver("cuMemAllocAsync", unsafe { self.inner.alloc::<u8>(bytes) })?
         };
         Ok(DeviceBuffer {
-            slice,
+            storage: Storage::Pool(slice),
             len,
             _marker: PhantomData,
         })
@@ -224,13 +228,13 @@ impl Stream {
         if host.is_empty() {
             return Ok(());
         }
-        driver(
-            "cuMemcpyHtoDAsync",
-            self.inner.memcpy_htod(
-                bytes_of(host),
-                &mut device.slice.slice_mut(..bytes_of(host).len()),
-            ),
-        )
+        self.bind()?;
+        // SAFETY: the destination is the buffer's own memory (`&mut`: no other host-side user),
+        // `host.len()` elements long (checked above); the source is a live host slice of the
+        // same size, which a copy from pageable memory has staged when the call returns.
+        driver("cuMemcpyHtoDAsync", unsafe {
+            result::memcpy_htod_async(device.address(), bytes_of(host), self.inner.cu_stream())
+        })
     }
 
     /// Copies a device buffer into a host slice of the same length; returns once the data is on
@@ -244,13 +248,13 @@ impl Stream {
         if host.is_empty() {
             return Ok(());
         }
-        driver(
-            "cuMemcpyDtoHAsync",
-            self.inner.memcpy_dtoh(
-                &device.slice.slice(..device.size_bytes()),
-                bytes_of_mut(host),
-            ),
-        )?;
+        self.bind()?;
+        // SAFETY: the source is the buffer's memory, `host.len()` elements (checked above); the
+        // destination is a live mutable host slice of that size, handed back only after the
+        // stream has been synchronised below.
+        driver("cuMemcpyDtoHAsync", unsafe {
+            result::memcpy_dtoh_async(bytes_of_mut(host), device.address(), self.inner.cu_stream())
+        })?;
         self.synchronize()
     }
 
@@ -264,16 +268,18 @@ impl Stream {
         offset: usize,
     ) -> Result<(), GpuError> {
         check_same_size::<T, H>()?;
-        let end = check_range(device.len, offset, host.len())?;
+        check_range(device.len, offset, host.len())?;
         if host.is_empty() {
             return Ok(());
         }
-        let size = size_of::<T>();
-        let mut view = device.slice.slice_mut(offset * size..end * size);
-        driver(
-            "cuMemcpyHtoDAsync",
-            self.inner.memcpy_htod(bytes_of(host), &mut view),
-        )
+        let at = device.address() + (offset * size_of::<T>()) as u64;
+        self.bind()?;
+        // SAFETY: elements from `offset` on, as many as the host holds, lie inside the buffer (checked above), which `&mut`
+        // makes ours; the source is a live host slice of exactly those bytes (same element size,
+        // checked), staged by the driver when the call returns.
+        driver("cuMemcpyHtoDAsync", unsafe {
+            result::memcpy_htod_async(at, bytes_of(host), self.inner.cu_stream())
+        })
     }
 
     /// Copies `host.len()` elements of `device` starting at element `offset` into `host` (of the
@@ -285,16 +291,18 @@ impl Stream {
         host: &mut [H],
     ) -> Result<(), GpuError> {
         check_same_size::<T, H>()?;
-        let end = check_range(device.len, offset, host.len())?;
+        check_range(device.len, offset, host.len())?;
         if host.is_empty() {
             return Ok(());
         }
-        let size = size_of::<T>();
-        let view = device.slice.slice(offset * size..end * size);
-        driver(
-            "cuMemcpyDtoHAsync",
-            self.inner.memcpy_dtoh(&view, bytes_of_mut(host)),
-        )?;
+        let at = device.address() + (offset * size_of::<T>()) as u64;
+        self.bind()?;
+        // SAFETY: elements from `offset` on, as many as the host holds, lie inside the buffer (checked above); the destination
+        // is a live mutable host slice of exactly those bytes, handed back only after the stream
+        // has been synchronised below.
+        driver("cuMemcpyDtoHAsync", unsafe {
+            result::memcpy_dtoh_async(bytes_of_mut(host), at, self.inner.cu_stream())
+        })?;
         self.synchronize()
     }
 
@@ -318,13 +326,18 @@ impl Stream {
         if src.len == 0 {
             return Ok(());
         }
-        driver(
-            "cuMemcpyDtoDAsync",
-            self.inner.memcpy_dtod(
-                &src.slice.slice(..src.size_bytes()),
-                &mut dst.slice.slice_mut(..src.size_bytes()),
-            ),
-        )
+        self.bind()?;
+        // SAFETY: both ranges are their buffers' own `size_bytes()` (equal lengths, checked), in
+        // this device's memory; they do not overlap, since `dst` is borrowed mutably while `src`
+        // is borrowed, and two live buffers never share memory.
+        driver("cuMemcpyDtoDAsync", unsafe {
+            result::memcpy_dtod_async(
+                dst.address(),
+                src.address(),
+                src.size_bytes(),
+                self.inner.cu_stream(),
+            )
+        })
     }
 
     /// Sets every byte of a buffer to zero.
@@ -332,11 +345,11 @@ impl Stream {
         if buf.len == 0 {
             return Ok(());
         }
-        let bytes = buf.size_bytes();
-        driver(
-            "cuMemsetD8Async",
-            self.inner.memset_zeros(&mut buf.slice.slice_mut(..bytes)),
-        )
+        self.bind()?;
+        // SAFETY: the range is the buffer's own `size_bytes()`, which `&mut` makes ours.
+        driver("cuMemsetD8Async", unsafe {
+            result::memset_d8_async(buf.address(), 0, buf.size_bytes(), self.inner.cu_stream())
+        })
     }
 
     /// Records an event (with timing) at this point of the stream.
@@ -420,6 +433,42 @@ impl SharedRegion {
         Ok(self.buf.address() + offset as u64)
     }
 
+    /// `len` elements of `T` from byte `offset` of the region as a [`DeviceBuffer`], which
+    /// holds `keep` until it drops: an arena lends a range this way, `keep` being its handle on
+    /// the range, which returns the range to the arena when the buffer drops. Every copy, clear
+    /// and kernel argument then works on the buffer as on one from the pool.
+    ///
+    /// # Safety
+    /// While the buffer lives, nothing else uses those bytes (the caller owns the range, e.g.
+    /// as a live arena buffer moved into `keep`), and the region stays allocated (`keep` holds
+    /// it, as an arena buffer holds its arena).
+    pub unsafe fn lend<T: DeviceCopy>(
+        &self,
+        offset: usize,
+        len: usize,
+        keep: Box<dyn Any + Send + Sync>,
+    ) -> Result<DeviceBuffer<T>, GpuError> {
+        let bytes = len.checked_mul(size_of::<T>()).ok_or_else(|| {
+            GpuError::InvalidArgument(format!("{len} elements overflow the address space"))
+        })?;
+        check_range(self.buf.len(), offset, bytes)?;
+        let address = self.buf.address() + offset as u64;
+        if address % align_of::<T>() as u64 != 0 {
+            return Err(GpuError::InvalidArgument(format!(
+                "a lent range at {address:#x} is not aligned for {}-byte elements",
+                align_of::<T>()
+            )));
+        }
+        Ok(DeviceBuffer {
+            storage: Storage::Lent {
+                address,
+                _keep: keep,
+            },
+            len,
+            _marker: PhantomData,
+        })
+    }
+
     /// Copies `host` to `offset..offset + host.len()`, ordered on `stream`. With pageable host
     /// memory (a `Vec`) the driver has staged the bytes when this returns.
     ///
@@ -478,11 +527,34 @@ impl SharedRegion {
     }
 }
 
+/// Where a [`DeviceBuffer`]'s memory comes from.
+enum Storage {
+    /// An allocation of the stream's pool (`cuMemAllocAsync`), freed on its stream when the
+    /// buffer drops.
+    Pool(CudaSlice<u8>),
+    /// A range of a [`SharedRegion`] ([`SharedRegion::lend`]): `keep` is the owner's handle on
+    /// it, dropped with the buffer.
+    Lent {
+        address: u64,
+        _keep: Box<dyn Any + Send + Sync>,
+    },
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Storage::Pool(slice) => write!(f, "Pool({} bytes)", slice.len()),
+            Storage::Lent { address, .. } => write!(f, "Lent({address:#x})"),
+        }
+    }
+}
+
 /// `len` elements of `T` in device memory (every copy and kernel argument covers those `len`,
-/// also after [`DeviceBuffer::truncate`]).
+/// also after [`DeviceBuffer::truncate`]): an allocation of the stream's pool
+/// ([`Stream::alloc`]) or a range lent by an arena ([`SharedRegion::lend`]).
 #[derive(Debug)]
 pub struct DeviceBuffer<T> {
-    slice: CudaSlice<u8>,
+    storage: Storage,
     len: usize,
     _marker: PhantomData<T>,
 }
@@ -509,10 +581,39 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         self.len = self.len.min(len);
     }
 
+    /// Whether the memory is lent by an arena ([`SharedRegion::lend`]) rather than the pool's.
+    pub fn is_lent(&self) -> bool {
+        matches!(self.storage, Storage::Lent { .. })
+    }
+
+    /// The same memory as `size_bytes() / size_of::<U>()` elements of `U` (a workspace hands
+    /// out bytes; its users want typed buffers). Fails unless the bytes are a whole number of
+    /// `U`s at an address aligned for `U`.
+    pub fn cast<U: DeviceCopy>(self) -> Result<DeviceBuffer<U>, GpuError> {
+        let bytes = self.size_bytes();
+        let size = size_of::<U>();
+        if size == 0 || bytes % size != 0 || self.address() % align_of::<U>() as u64 != 0 {
+            return Err(GpuError::InvalidArgument(format!(
+                "{bytes} bytes at {:#x} as elements of {size} bytes",
+                self.address()
+            )));
+        }
+        Ok(DeviceBuffer {
+            storage: self.storage,
+            len: bytes / size,
+            _marker: PhantomData,
+        })
+    }
+
     pub(crate) fn address(&self) -> u64 {
-        // With event tracking off (see `Device::open`) the returned guard records nothing.
-        let (ptr, _guard) = self.slice.device_ptr(self.slice.stream());
-        ptr
+        match &self.storage {
+            Storage::Pool(slice) => {
+                // With event tracking off (see `Device::open`) the returned guard records nothing.
+                let (ptr, _guard) = slice.device_ptr(slice.stream());
+                ptr
+            }
+            Storage::Lent { address, .. } => *address,
+        }
     }
 }
 

@@ -8,16 +8,20 @@
 //! runs when it is issued, in issue order, so events are complete when recorded. Ordering bugs
 //! between streams therefore do not show here; cuzk-msm's own emulated executor, which runs work
 //! as late as a device may, is where those are caught. Fresh allocations are filled with a
-//! poison pattern, as the device leaves them uninitialised.
+//! poison pattern, as the device leaves them uninitialised, and so is every range a
+//! [`SharedRegion`] lends (an arena's buffer holds whatever its last user left). A region itself
+//! is zeroed host memory the operating system maps only where it is written, so an arena the
+//! size of a device's working memory costs only what the tests touch.
 //!
 //! With `emu` on, this module replaces the CUDA driver layer even when `cuda` is on too: a
 //! build meant for a GPU must not turn `emu` on.
 #![allow(unsafe_code)]
 
+use std::any::Any;
 use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_void, CString};
 use std::marker::PhantomData;
-use std::mem::size_of;
+use std::mem::{align_of, size_of};
 use std::ops::{Deref, Range};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -39,6 +43,23 @@ static DEVICE_SYNCHRONIZE: AtomicU64 = AtomicU64::new(0);
 static TRIM_POOL: AtomicU64 = AtomicU64::new(0);
 static ALLOC: AtomicU64 = AtomicU64::new(0);
 
+thread_local! {
+    /// The calls counted on this thread (device synchronise, pool trim, allocation).
+    static HERE: std::cell::Cell<DriverCalls> = const {
+        std::cell::Cell::new(DriverCalls { device_synchronize: 0, trim_pool: 0, alloc: 0 })
+    };
+}
+
+/// Counts one call, in the process's total and this thread's.
+fn count(total: &AtomicU64, field: fn(&mut DriverCalls) -> &mut u64) {
+    total.fetch_add(1, Ordering::SeqCst);
+    HERE.with(|here| {
+        let mut calls = here.get();
+        *field(&mut calls) += 1;
+        here.set(calls);
+    });
+}
+
 /// The calls counted so far, by every thread of the process.
 pub(crate) fn driver_calls() -> DriverCalls {
     DriverCalls {
@@ -46,6 +67,11 @@ pub(crate) fn driver_calls() -> DriverCalls {
         trim_pool: TRIM_POOL.load(Ordering::SeqCst),
         alloc: ALLOC.load(Ordering::SeqCst),
     }
+}
+
+/// The calls counted so far by this thread.
+pub(crate) fn driver_calls_here() -> DriverCalls {
+    HERE.with(std::cell::Cell::get)
 }
 
 extern "C" {
@@ -159,7 +185,7 @@ impl Device {
 
     /// Nothing to do: host allocations are not pooled (counted: `crate::counted_driver_calls`).
     pub fn trim_pool(&self, _keep: usize) -> Result<(), GpuError> {
-        TRIM_POOL.fetch_add(1, Ordering::SeqCst);
+        count(&TRIM_POOL, |c| &mut c.trim_pool);
         Ok(())
     }
 
@@ -175,7 +201,7 @@ impl Device {
 
     /// Nothing to wait for: work runs when issued (counted: `crate::counted_driver_calls`).
     pub fn synchronize(&self) -> Result<(), GpuError> {
-        DEVICE_SYNCHRONIZE.fetch_add(1, Ordering::SeqCst);
+        count(&DEVICE_SYNCHRONIZE, |c| &mut c.device_synchronize);
         Ok(())
     }
 
@@ -231,19 +257,40 @@ impl Memory {
         Self { words, bytes }
     }
 
+    /// `bytes` bytes, zeroed, from the allocator's zeroed pages (`calloc`: for large sizes,
+    /// fresh mappings the operating system backs only where they are written).
+    fn zeroed(bytes: usize) -> Self {
+        let n = bytes.div_ceil(16);
+        let words: Box<[UnsafeCell<u128>]> = match std::alloc::Layout::array::<u128>(n) {
+            Ok(layout) if n > 0 => {
+                // SAFETY: the layout has a non-zero size.
+                let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+                if ptr.is_null() {
+                    std::alloc::handle_alloc_error(layout);
+                }
+                // SAFETY: `ptr` is a fresh allocation of the global allocator with the layout of
+                // `n` u128s, all zero bytes, which is a valid `UnsafeCell<u128>` (same layout as
+                // u128); the box frees it with the same layout.
+                unsafe {
+                    Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                        ptr.cast::<UnsafeCell<u128>>(),
+                        n,
+                    ))
+                }
+            }
+            _ => Box::new([]),
+        };
+        Self { words, bytes }
+    }
+
     fn ptr(&self) -> *mut u8 {
         // `UnsafeCell<u128>` has the layout of `u128`, so the cells are contiguous bytes.
         UnsafeCell::raw_get(self.words.as_ptr()).cast::<u8>()
     }
 
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: the allocation holds at least `bytes` initialised bytes; no kernel or copy
-        // writes them while the host reads them (the stream contract: work runs when issued).
-        unsafe { std::slice::from_raw_parts(self.ptr(), self.bytes) }
-    }
-
     fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as in `bytes`, and the borrow is exclusive.
+        // SAFETY: the allocation holds at least `bytes` initialised bytes, and the borrow is
+        // exclusive, so no kernel or copy uses them meanwhile.
         unsafe { std::slice::from_raw_parts_mut(self.ptr(), self.bytes) }
     }
 
@@ -262,9 +309,9 @@ impl Stream {
     /// Allocates `len` elements, filled with a poison pattern (as uninitialised device memory
     /// holds whatever it held).
     pub fn alloc<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>, GpuError> {
-        ALLOC.fetch_add(1, Ordering::SeqCst);
+        count(&ALLOC, |c| &mut c.alloc);
         Ok(DeviceBuffer {
-            mem: Memory::new(bytes_for::<T>(len)?),
+            storage: Storage::Pool(Memory::new(bytes_for::<T>(len)?)),
             len,
             _marker: PhantomData,
         })
@@ -424,10 +471,30 @@ impl Event {
     }
 }
 
-/// `len` elements of `T` in emulated device memory.
+/// Where a [`DeviceBuffer`]'s memory comes from (see the driver's).
+enum Storage {
+    /// A host allocation of its own ([`Stream::alloc`]).
+    Pool(Memory),
+    /// A range of a [`SharedRegion`]'s memory, returned to its owner when `keep` drops.
+    Lent {
+        address: u64,
+        _keep: Box<dyn Any + Send + Sync>,
+    },
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Storage::Pool(mem) => write!(f, "Pool({} bytes)", mem.bytes),
+            Storage::Lent { address, .. } => write!(f, "Lent({address:#x})"),
+        }
+    }
+}
+
+/// `len` elements of `T` in emulated device memory: its own, or lent by a [`SharedRegion`].
 #[derive(Debug)]
 pub struct DeviceBuffer<T> {
-    mem: Memory,
+    storage: Storage,
     len: usize,
     _marker: PhantomData<T>,
 }
@@ -453,17 +520,46 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         self.len = self.len.min(len);
     }
 
+    /// Whether the memory is lent by a [`SharedRegion`] rather than the buffer's own.
+    pub fn is_lent(&self) -> bool {
+        matches!(self.storage, Storage::Lent { .. })
+    }
+
+    /// The same memory as `size_bytes() / size_of::<U>()` elements of `U` (see the driver's).
+    pub fn cast<U: DeviceCopy>(self) -> Result<DeviceBuffer<U>, GpuError> {
+        let bytes = self.size_bytes();
+        let size = size_of::<U>();
+        if size == 0 || bytes % size != 0 || self.address() % align_of::<U>() as u64 != 0 {
+            return Err(GpuError::InvalidArgument(format!(
+                "{bytes} bytes at {:#x} as elements of {size} bytes",
+                self.address()
+            )));
+        }
+        Ok(DeviceBuffer {
+            storage: self.storage,
+            len: bytes / size,
+            _marker: PhantomData,
+        })
+    }
+
     pub(crate) fn address(&self) -> u64 {
-        self.mem.address()
+        match &self.storage {
+            Storage::Pool(mem) => mem.address(),
+            Storage::Lent { address, .. } => *address,
+        }
     }
 
     fn bytes(&self) -> &[u8] {
-        &self.mem.bytes()[..self.size_bytes()]
+        // SAFETY: the buffer's `size_bytes()` bytes at its address are host memory it owns
+        // (its own allocation, or a range its lender gave it alone, kept allocated by `keep`),
+        // initialised (poisoned or zeroed when made); nothing writes them while the host reads
+        // them (work runs when issued).
+        unsafe { std::slice::from_raw_parts(self.address() as *const u8, self.size_bytes()) }
     }
 
     fn bytes_mut(&mut self) -> &mut [u8] {
-        let n = self.size_bytes();
-        &mut self.mem.bytes_mut()[..n]
+        // SAFETY: as in `bytes`, and the borrow is exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.address() as *mut u8, self.size_bytes()) }
     }
 }
 
@@ -474,10 +570,50 @@ pub struct SharedRegion {
 }
 
 impl SharedRegion {
-    /// Allocates `bytes` bytes.
-    pub fn new(stream: &Stream, bytes: usize) -> Result<Self, GpuError> {
+    /// Allocates `bytes` bytes (zeroed pages, mapped by the host only where written; counted as
+    /// an allocation: `crate::counted_driver_calls`).
+    pub fn new(_stream: &Stream, bytes: usize) -> Result<Self, GpuError> {
+        count(&ALLOC, |c| &mut c.alloc);
         Ok(Self {
-            buf: stream.alloc(bytes)?,
+            buf: DeviceBuffer {
+                storage: Storage::Pool(Memory::zeroed(bytes)),
+                len: bytes,
+                _marker: PhantomData,
+            },
+        })
+    }
+
+    /// `len` elements of `T` from byte `offset`, poisoned, as a buffer that holds `keep` until
+    /// it drops (see the driver's).
+    ///
+    /// # Safety
+    /// As for the driver's: nothing else uses the range while the buffer lives, and `keep`
+    /// keeps the region allocated.
+    pub unsafe fn lend<T: DeviceCopy>(
+        &self,
+        offset: usize,
+        len: usize,
+        keep: Box<dyn Any + Send + Sync>,
+    ) -> Result<DeviceBuffer<T>, GpuError> {
+        let bytes = bytes_for::<T>(len)?;
+        check_range(self.buf.len(), offset, bytes)?;
+        let address = self.buf.address() + offset as u64;
+        if address % align_of::<T>() as u64 != 0 {
+            return Err(GpuError::InvalidArgument(format!(
+                "a lent range at {address:#x} is not aligned for {}-byte elements",
+                align_of::<T>()
+            )));
+        }
+        // SAFETY: the range is inside the region (checked above) and, by the caller's contract,
+        // the new buffer's alone.
+        unsafe { std::ptr::write_bytes(address as *mut u8, POISON, bytes) };
+        Ok(DeviceBuffer {
+            storage: Storage::Lent {
+                address,
+                _keep: keep,
+            },
+            len,
+            _marker: PhantomData,
         })
     }
 
@@ -742,6 +878,61 @@ mod tests {
             .copy_pinned_to_device(pinned.bytes(), &mut out, 1)
             .unwrap();
         assert_eq!(stream.download(&out).unwrap(), vec![0, 5, 6, 0]);
+    }
+
+    #[test]
+    fn a_lent_range_is_a_buffer_like_any_other() {
+        let stream = Device::open(0).unwrap().new_stream().unwrap();
+        let region = SharedRegion::new(&stream, 1 << 20).unwrap();
+        let dropped = std::sync::Arc::new(());
+        // SAFETY: nothing else uses bytes 256..272 of the region, which outlives the buffer.
+        let mut lent = unsafe {
+            region
+                .lend::<u32>(256, 4, Box::new(std::sync::Arc::clone(&dropped)))
+                .unwrap()
+        };
+        assert!(lent.is_lent());
+        assert_eq!(
+            stream.download(&lent).unwrap(),
+            vec![u32::from_ne_bytes([POISON; 4]); 4],
+            "a lent range is poisoned, as fresh memory"
+        );
+        stream.copy_to_device(&[1u32, 2, 3, 4], &mut lent).unwrap();
+        stream.copy_to_device_at(&[9u32], &mut lent, 3).unwrap();
+        let mut out = stream.alloc_zeroed::<u32>(4).unwrap();
+        stream.copy_device(&lent, &mut out).unwrap();
+        assert_eq!(stream.download(&out).unwrap(), vec![1, 2, 3, 9]);
+        let mut bytes = [0u8; 4];
+        // SAFETY: the range is the lent buffer's, which is not written meanwhile.
+        unsafe { region.download_at(&stream, 256, &mut bytes).unwrap() };
+        assert_eq!(
+            bytes,
+            1u32.to_ne_bytes(),
+            "the buffer is the region's memory"
+        );
+        let wide = lent.cast::<u64>().unwrap();
+        assert_eq!(stream.download(&wide).unwrap().len(), 2);
+        assert_eq!(
+            std::sync::Arc::strong_count(&dropped),
+            2,
+            "the buffer holds its lender"
+        );
+        // A failed cast drops the buffer it consumed.
+        assert!(
+            wide.cast::<[u8; 3]>().is_err(),
+            "16 bytes are no whole number of 3"
+        );
+        assert_eq!(
+            std::sync::Arc::strong_count(&dropped),
+            1,
+            "dropping returns the range"
+        );
+        // SAFETY: as above; the checks refuse the range before anything is lent.
+        let outside = unsafe { region.lend::<u8>(1 << 20, 1, Box::new(())) };
+        assert!(outside.is_err());
+        // SAFETY: as above.
+        let misaligned = unsafe { region.lend::<u64>(4, 1, Box::new(())) };
+        assert!(misaligned.is_err());
     }
 
     #[test]

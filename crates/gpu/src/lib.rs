@@ -5,6 +5,9 @@
 //! plain-old-data types ([`DeviceBuffer`]), page-locked host memory whose copies to the device
 //! run asynchronously ([`PinnedBuffer`], [`Stream::copy_pinned_to_device`]), modules loaded from
 //! embedded fatbins ([`Module`], [`Kernel`]) and the arguments of a launch ([`KernelArgs`]).
+//! A device buffer is an allocation of the stream's pool or a range an arena lends
+//! ([`SharedRegion::lend`]); callers that allocate scratch take a [`Workspace`] so that their
+//! caller decides which.
 //! Errors are one enum, [`GpuError`]: no libcuda, no device, or a failed driver call is an `Err`
 //! the caller can act on (fall back to the CPU), never a panic.
 //!
@@ -18,8 +21,8 @@
 //! the `cuda` and `testing` features; not part of the production API).
 //!
 //! **Architecture invariant:** this crate knows devices, memory and kernels, nothing about NTTs,
-//! MSMs or Groth16. `unsafe` lives in the `driver` (with its `pinned` part) and `fr` modules
-//! only, each block with a `// SAFETY:` comment.
+//! MSMs or Groth16. `unsafe` lives in the `driver` (with its `pinned` part), `emu` and `fr`
+//! modules only, each block with a `// SAFETY:` comment.
 
 #[cfg(any(feature = "cuda", feature = "emu"))]
 mod args;
@@ -33,6 +36,8 @@ pub mod emu;
 pub mod fr;
 #[cfg(not(any(feature = "cuda", feature = "emu")))]
 mod stub;
+#[cfg(any(feature = "cuda", feature = "emu"))]
+mod workspace;
 
 #[cfg(any(feature = "cuda", feature = "emu"))]
 pub use args::{KernelArgs, LaunchConfig};
@@ -48,6 +53,8 @@ pub use emu::{
 };
 #[cfg(not(any(feature = "cuda", feature = "emu")))]
 pub use stub::Device;
+#[cfg(any(feature = "cuda", feature = "emu"))]
+pub use workspace::{alloc_in, StreamPool, Workspace};
 
 /// Whether this build can reach a GPU at all (the `cuda` feature).
 pub const CUDA_ENABLED: bool = cfg!(feature = "cuda");
@@ -73,6 +80,15 @@ pub struct DriverCalls {
 pub fn counted_driver_calls() -> Option<DriverCalls> {
     #[cfg(feature = "emu")]
     return Some(emu::driver_calls());
+    #[cfg(not(feature = "emu"))]
+    None
+}
+
+/// [`counted_driver_calls`] made by the calling thread only: a test that proves on one thread
+/// counts its own calls while other tests run beside it.
+pub fn counted_driver_calls_here() -> Option<DriverCalls> {
+    #[cfg(feature = "emu")]
+    return Some(emu::driver_calls_here());
     #[cfg(not(feature = "emu"))]
     None
 }
@@ -136,6 +152,12 @@ pub enum GpuError {
     /// An argument is outside what the operation supports.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A workspace had no room for a buffer: what reserved it did not count this buffer.
+    #[error("workspace exhausted: {requested} bytes asked, largest free block {largest_free}")]
+    OutOfWorkspace { requested: u64, largest_free: u64 },
+    /// A workspace failed otherwise (its allocator's error, in words).
+    #[error("workspace: {0}")]
+    Workspace(String),
 }
 
 /// Opens device 0 for a GPU test, or says why the test is skipped: tests that need a GPU call

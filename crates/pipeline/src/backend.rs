@@ -36,11 +36,11 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     fn msm_h(&self, bases: &[G1Affine], h: Self::H) -> Result<G1Projective, PipelineError>;
 
     /// Waits until this backend may run a partition's device stages (`batch_add` to `msm_h`)
-    /// on a domain of `n` points, and returns what holds that permission until dropped. The CPU
-    /// has nothing to wait for; a GPU shared by several workers asks its interlock policy.
+    /// of the given sizes, and returns what holds that permission until dropped. The CPU has
+    /// nothing to wait for; a GPU asks its interlock policy for the memory those stages take.
     fn device_phase(
         &self,
-        _n: usize,
+        _shape: PartitionShape,
         _ctx: JobContext,
         _partition: usize,
     ) -> Result<DevicePhase, PipelineError> {
@@ -68,6 +68,20 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
         bases: &[G2Affine],
         indices: &[u32],
     ) -> Result<G2Projective, PipelineError>;
+}
+
+/// The sizes of a partition's device stages, known once its vectors are split: what a backend
+/// needs to reserve their memory before the first of them starts ([`Backend::device_phase`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PartitionShape {
+    /// The evaluation domain's size: `a`, `b`, `c` and `h` have this many elements.
+    pub domain: usize,
+    /// Points of the largest G1 tail MSM (L, A or B₁ over its other scalars).
+    pub tail_g1: usize,
+    /// Points of the G2 tail MSM (B₂ over its other scalars).
+    pub tail_g2: usize,
+    /// Bases of the largest batch addition (the ones of L, A or B).
+    pub ones: usize,
 }
 
 /// A partition's permission to run its device stages ([`Backend::device_phase`]): released when
@@ -122,8 +136,8 @@ macro_rules! forward_backend {
                 (**self).msm_h(bases, h)
             }
 
-            fn device_phase(&self, n: usize, ctx: JobContext, partition: usize) -> Result<DevicePhase, PipelineError> {
-                (**self).device_phase(n, ctx, partition)
+            fn device_phase(&self, shape: PartitionShape, ctx: JobContext, partition: usize) -> Result<DevicePhase, PipelineError> {
+                (**self).device_phase(shape, ctx, partition)
             }
 
             fn msm_g1(&self, bases: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective, PipelineError> {

@@ -28,7 +28,7 @@ mod prover;
 pub mod split;
 mod stage;
 
-pub use backend::{Backend, CpuBackend, DevicePhase};
+pub use backend::{Backend, CpuBackend, DevicePhase, PartitionShape};
 pub use prover::{JobContext, Prover, ProverConfig};
 pub use stage::{PartitionTiming, Stage};
 

@@ -6,7 +6,7 @@ use cuzk_field::{Domain, G1Projective, G2Projective, Scalar};
 use cuzk_groth16::{Groth16Error, Parameters, Proof, ProvingAssignment};
 use group::{prime::PrimeCurveAffine, Curve};
 
-use crate::backend::Backend;
+use crate::backend::{Backend, PartitionShape};
 use crate::split::{gather, split_query, Segment, SplitQuery};
 use crate::stage::{PartitionTiming, Stage};
 use crate::PipelineError;
@@ -216,7 +216,21 @@ impl<B: Backend> Prover<B> {
             })?;
 
         // The device stages run under the backend's permission (a GPU's interlock policy).
-        let phase = self.backend.device_phase(domain.n(), ctx, partition)?;
+        let shape = PartitionShape {
+            domain: domain.n(),
+            tail_g1: [&splits.l, &splits.a, &splits.b]
+                .iter()
+                .map(|s| s.other_scalars.len())
+                .max()
+                .unwrap_or(0),
+            tail_g2: splits.b.other_scalars.len(),
+            ones: [&splits.l, &splits.a, &splits.b]
+                .iter()
+                .map(|s| s.ones.len())
+                .max()
+                .unwrap_or(0),
+        };
+        let phase = self.backend.device_phase(shape, ctx, partition)?;
         let (l_ones, a_ones, b1_ones, b2_ones) =
             run_stage(Stage::BatchAdd, ctx, device, &mut t, || {
                 Ok((

@@ -5,11 +5,21 @@
 //! nothing here allocates, frees, synchronises the device or trims a pool. A buffer freed while
 //! kernels may still read it carries a [`DeviceFence`] recorded on the stream that used it last,
 //! and its bytes return to the arena when the host sees that event complete.
+//!
+//! A buffer becomes a `cuzk_gpu::DeviceBuffer` ([`Buffer::into_device_buffer`]) that every copy,
+//! clear and kernel argument of cuzk-gpu takes, and a [`Reservation`] is a
+//! [`cuzk_gpu::Workspace`]: the MSM and the prover allocate a partition's buffers from its
+//! reservation with no driver call, each range returning to the reservation when its buffer
+//! drops.
 #![allow(unsafe_code)]
 
-use cuzk_gpu::{Device, Event, GpuError, SharedRegion, Stream};
+use std::mem::size_of;
 
-use crate::{Backing, Buffer, Fence, VramError};
+use cuzk_gpu::{
+    Device, DeviceBuffer, DeviceCopy, Event, GpuError, SharedRegion, Stream, Workspace,
+};
+
+use crate::{Backing, Buffer, Fence, Reservation, VramError};
 
 fn gpu(e: GpuError) -> VramError {
     VramError::Backing(e.to_string())
@@ -109,6 +119,27 @@ impl Buffer<DeviceBacking> {
             .map_err(gpu)
     }
 
+    /// The buffer as `bytes() / size_of::<T>()` elements of `T` for cuzk-gpu's copies and
+    /// kernels. The device buffer holds this one: dropping it returns the range to the arena (at
+    /// once, or after the fence given to [`Buffer::defer_release`] before).
+    pub fn into_device_buffer<T: DeviceCopy>(self) -> Result<DeviceBuffer<T>, VramError> {
+        let size = size_of::<T>() as u64;
+        if size == 0 || self.bytes() % size != 0 {
+            return Err(VramError::Backing(format!(
+                "{} bytes are no whole number of {size}-byte elements",
+                self.bytes()
+            )));
+        }
+        let len = usize::try_from(self.bytes() / size)
+            .map_err(|_| VramError::Backing("a buffer beyond the address space".into()))?;
+        let offset = self.offset() as usize;
+        let arena = self.arena();
+        // SAFETY: the arena never hands out overlapping live ranges (its state-machine tests
+        // check this), and this buffer, which owns `offset..offset + bytes()`, lives inside the
+        // device buffer until it drops; the region is the arena's, which the buffer keeps alive.
+        unsafe { arena.region().lend::<T>(offset, len, Box::new(self)) }.map_err(gpu)
+    }
+
     fn check_len(&self, len: usize) -> Result<(), VramError> {
         if len as u64 > self.bytes() {
             return Err(VramError::Backing(format!(
@@ -117,5 +148,31 @@ impl Buffer<DeviceBacking> {
             )));
         }
         Ok(())
+    }
+}
+
+/// A partition's reservation hands out its buffers: no driver call, the range returning to the
+/// reservation when the buffer drops. A buffer that does not fit in what is left is
+/// [`GpuError::OutOfWorkspace`]: the reservation was sized without it.
+impl Workspace for Reservation<DeviceBacking> {
+    fn alloc_bytes(&self, _stream: &Stream, bytes: usize) -> Result<DeviceBuffer<u8>, GpuError> {
+        if bytes == 0 {
+            let offset = self.range().start as usize;
+            // SAFETY: an empty range is nobody's; the region belongs to the arena, which
+            // outlives this call, and an empty buffer is never read or written.
+            return unsafe { self.arena().region().lend::<u8>(offset, 0, Box::new(())) };
+        }
+        let buf = self.alloc(bytes as u64).map_err(|e| match e {
+            VramError::ReservationExhausted {
+                requested,
+                largest_free,
+            } => GpuError::OutOfWorkspace {
+                requested,
+                largest_free,
+            },
+            e => GpuError::Workspace(e.to_string()),
+        })?;
+        buf.into_device_buffer::<u8>()
+            .map_err(|e| GpuError::Workspace(e.to_string()))
     }
 }

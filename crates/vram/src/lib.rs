@@ -27,7 +27,10 @@
 //!
 //! [`Arena`] is generic over a [`Backing`] (the one region, and the [`Fence`] type), so the same
 //! logic runs on [`HostBacking`] with [`SimFence`] in tests and in the interlock simulator, and on
-//! real device memory through `cuzk-gpu` (the `cuda` feature, added by the device work).
+//! real device memory through `cuzk-gpu` (the `cuda` feature: `DeviceBacking`, whose buffers
+//! become `cuzk_gpu::DeviceBuffer`s lent from the region and whose reservations are
+//! `cuzk_gpu::Workspace`s, so the MSM and the prover allocate a partition's buffers from its
+//! reservation).
 //!
 //! # Threads
 //!
@@ -53,13 +56,13 @@ mod backing;
 #[cfg(feature = "cuda")]
 mod device;
 mod free_list;
+mod stats;
 
-pub use arena::{
-    Arena, ArenaConfig, ArenaSize, Buffer, Reservation, ResidentInfo, Snapshot, Stats,
-};
+pub use arena::{Arena, ArenaConfig, ArenaSize, Buffer, Reservation};
 pub use backing::{Backing, Fence, HostBacking, HostRegion, SimFence};
 #[cfg(feature = "cuda")]
 pub use device::{DeviceBacking, DeviceFence};
+pub use stats::{ResidentInfo, Snapshot, Stats};
 
 /// Everything the arena can refuse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -273,11 +273,11 @@ impl Stream {
                 host.len()
             )));
         }
-        let end = check_range(device.len, offset, host.len() / size)?;
+        check_range(device.len, offset, host.len() / size)?;
         if host.is_empty() {
             return Ok(());
         }
-        let mut view = device.slice.slice_mut(offset * size..end * size);
+        let at = device.address() + (offset * size) as u64;
         // The event is created before the copy is queued, so that a failure to create it
         // leaves no unrecorded copy behind.
         let event = driver(
@@ -286,10 +286,13 @@ impl Stream {
                 .context()
                 .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)),
         )?;
-        driver(
-            "cuMemcpyHtoDAsync",
-            self.inner.memcpy_htod(host.bytes, &mut view),
-        )?;
+        self.bind()?;
+        // SAFETY: elements from `offset` on, as many as the host holds, lie inside the buffer (checked above), which `&mut`
+        // makes ours; the source is pinned memory that the buffer it came from keeps unchanged
+        // and allocated until the event recorded below has completed.
+        driver("cuMemcpyHtoDAsync", unsafe {
+            result::memcpy_htod_async(at, host.bytes, self.inner.cu_stream())
+        })?;
         // If recording failed, the copy could still be in flight with nothing to wait on:
         // wait for the whole stream instead before handing the error back, and if even that
         // fails, poison the buffer (never written or freed again).

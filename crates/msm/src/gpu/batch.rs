@@ -26,6 +26,25 @@ fn points_per_thread(n: usize, sm_count: u32) -> usize {
     n.div_ceil(1024 * sm_count.max(1) as usize).max(16)
 }
 
+/// Device bytes [`GpuMsm::batch_add`](super::GpuMsm::batch_add) allocates to sum `selected`
+/// bases picked by [`Selection::Indices`] (or all of `selected` bases, [`Selection::All`], which
+/// needs less) on a device of `sm_count` multiprocessors: the indices, the first launch's
+/// partial sums and each `msm_sum` level's, all live until the call returns. A caller that
+/// supplies the workspace reserves this much.
+pub fn batch_add_device_bytes(group: super::Group, selected: usize, sm_count: u32) -> usize {
+    if selected == 0 {
+        return 0;
+    }
+    let xyzz = group.xyzz_bytes();
+    let mut n = selected.div_ceil(points_per_thread(selected, sm_count));
+    let mut bytes = 4 * selected + n * xyzz;
+    while n > HOST_FINAL {
+        n = n.div_ceil(SUM_SEG);
+        bytes += n * xyzz;
+    }
+    bytes
+}
+
 /// Checks a selection against `n_bases` bases, as the CPU path does.
 pub(crate) fn check_selection(n_bases: usize, selection: &Selection<'_>) -> Result<(), MsmError> {
     match selection {

@@ -35,6 +35,12 @@ pub(crate) trait Exec {
 
     /// Streaming multiprocessors of the device (the plan sizes its launches by them).
     fn sm_count(&self) -> u32;
+    /// Bytes and buffers this executor has allocated so far, where it counts them (the
+    /// emulator does): the tests hold every call to what its plan states.
+    #[cfg(test)]
+    fn allocated(&self) -> Option<(usize, usize)> {
+        None
+    }
     /// `bytes` of uninitialised device memory (ordered on the compute lane).
     fn alloc(&self, bytes: usize) -> Result<Self::Buf, GpuMsmError>;
     /// The size of a buffer in bytes.
@@ -150,7 +156,7 @@ mod gpu {
 
     use cuzk_gpu::{
         Device, DeviceBuffer, DeviceCopy, Event, Kernel, KernelArgs, LaunchConfig, Module,
-        PinnedBuffer, PinnedBytes, Stream,
+        PinnedBuffer, PinnedBytes, Stream, Workspace,
     };
     use rayon::prelude::*;
 
@@ -278,6 +284,12 @@ mod gpu {
         pub(crate) kernels: &'d GpuKernels,
         /// Where this call's own buffers come from and go back to.
         pub(crate) cache: &'d BufferCache<DeviceBuffer<u8>>,
+        /// The caller's workspace, if it supplied one: the call's buffers come from it instead
+        /// of `cache` and the stream's pool, and go back to it (through `lent`, which holds
+        /// them until the call ends) when the call ends.
+        pub(crate) workspace: Option<&'d dyn Workspace>,
+        /// The buffers of the running call taken from `workspace`.
+        pub(crate) lent: &'d BufferCache<DeviceBuffer<u8>>,
         /// Where this call's pinned staging buffers come from and go back to.
         pub(crate) staging: &'d BufferCache<PinnedBuffer<u8>>,
         /// With `Some`, [`Exec::mark`] records an event per stage end here, and every lane's
@@ -310,9 +322,14 @@ mod gpu {
         }
 
         fn alloc(&self, bytes: usize) -> Result<Self::Buf, GpuMsmError> {
+            // Allocations are ordered on the main lane.
+            if let Some(workspace) = self.workspace {
+                let buf = workspace.alloc_bytes(&self.kernels.stream, bytes)?;
+                return Ok(GpuBuf::Owned(self.lent.lend(buf)));
+            }
             let buf = match self.cache.take(bytes) {
                 Some(buf) => buf,
-                None => self.kernels.stream.alloc::<u8>(bytes)?, // allocations: main lane
+                None => self.kernels.stream.alloc::<u8>(bytes)?,
             };
             Ok(GpuBuf::Owned(self.cache.lend(buf)))
         }
@@ -610,6 +627,8 @@ mod emu {
         side_run: Cell<u64>,
         /// Why every call fails from now on (a buffer dropped under queued side work).
         violation: RefCell<Option<String>>,
+        /// Bytes and buffers allocated so far.
+        allocated: Cell<(usize, usize)>,
     }
 
     impl std::fmt::Debug for EmuState {
@@ -718,7 +737,13 @@ mod emu {
             self.sm_count
         }
 
+        fn allocated(&self) -> Option<(usize, usize)> {
+            Some(self.state.allocated.get())
+        }
+
         fn alloc(&self, bytes: usize) -> Result<EmuBuf, GpuMsmError> {
+            let (total, count) = self.state.allocated.get();
+            self.state.allocated.set((total + bytes, count + 1));
             // Allocated on the compute lane, as on the device.
             let buf = EmuBuf::new(bytes, &self.state);
             self.compute_on("an allocation", &[&buf])?;

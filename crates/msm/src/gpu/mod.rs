@@ -113,15 +113,22 @@ pub enum GpuMsmError {
     Internal(String),
 }
 
+pub use batch::batch_add_device_bytes;
 #[cfg(feature = "cuda")]
 pub use device::{Bases, GpuMsm, Scalars};
+
+/// The most device buffers one call of [`GpuMsm`] allocates (the batch-affine scratch of every
+/// lane, the sort, the reduction levels, the streamed slots), so that a caller that supplies
+/// the workspace can bound what rounding each buffer up to its allocator's granule costs. The
+/// emulator's tests hold every call to it.
+pub const MAX_CALL_BUFFERS: usize = 256;
 
 #[cfg(feature = "cuda")]
 #[allow(unsafe_code)]
 mod device {
     use cuzk_field::layout::{scalars_as_limbs, FrLimbs};
     use cuzk_field::Scalar;
-    use cuzk_gpu::{Device, DeviceBuffer, PinnedBuffer, Stream};
+    use cuzk_gpu::{Device, DeviceBuffer, PinnedBuffer, Stream, Workspace};
 
     use super::cache::BufferCache;
     use super::curve::affine_bytes;
@@ -209,18 +216,28 @@ mod device {
     /// the pinned host memory that stages inputs in pageable memory
     /// ([`staging_bytes`](Self::staging_bytes), [`MsmPlan::host_staging_bytes`]: two chunks of
     /// each input, 1 GiB for G1 at 2^24 points).
+    ///
+    /// A caller that owns the device memory (the prover, with an arena reservation per
+    /// partition) passes a [`Workspace`] instead ([`msm_in`](Self::msm_in),
+    /// [`batch_add_in`](Self::batch_add_in)): the call's buffers then come from it, at most
+    /// [`MAX_CALL_BUFFERS`](super::MAX_CALL_BUFFERS) of them and
+    /// [`call_bytes`](Self::call_bytes) in all, and all go back to it when the call
+    /// returns; nothing is kept or allocated from the pool.
     #[derive(Debug)]
     pub struct GpuMsm {
         kernels: GpuKernels,
         cache: BufferCache<DeviceBuffer<u8>>,
+        lent: BufferCache<DeviceBuffer<u8>>,
         staging: BufferCache<PinnedBuffer<u8>>,
         serial: std::sync::Mutex<()>,
     }
 
     /// One call in progress: holds the call lock; when dropped, the buffers the call released
-    /// become the ones the next call may reuse.
+    /// become the ones the next call may reuse, and those taken from a caller's workspace go
+    /// back to it.
     struct Call<'a> {
         msm: &'a GpuMsm,
+        workspace: Option<&'a dyn Workspace>,
         _serial: std::sync::MutexGuard<'a, ()>,
     }
 
@@ -232,6 +249,8 @@ mod device {
             GpuExec {
                 kernels: &self.msm.kernels,
                 cache: &self.msm.cache,
+                workspace: self.workspace,
+                lent: &self.msm.lent,
                 staging: &self.msm.staging,
                 profile,
                 lane: 0,
@@ -243,6 +262,10 @@ mod device {
         fn drop(&mut self) {
             self.msm.cache.end_call();
             self.msm.staging.end_call();
+            // The call has returned, so its work is done (it ends with a download, or with a
+            // wait on its error path): the workspace's buffers may be reused at once.
+            self.msm.lent.end_call();
+            self.msm.lent.clear();
         }
     }
 
@@ -256,6 +279,7 @@ mod device {
             Ok(Self {
                 kernels: GpuKernels::load(device)?,
                 cache: BufferCache::default(),
+                lent: BufferCache::default(),
                 staging: BufferCache::default(),
                 serial: std::sync::Mutex::new(()),
             })
@@ -283,10 +307,25 @@ mod device {
             self.staging.clear();
         }
 
-        fn begin_call(&self) -> Call<'_> {
+        fn begin_call<'a>(&'a self, workspace: Option<&'a dyn Workspace>) -> Call<'a> {
             Call {
                 msm: self,
+                workspace,
                 _serial: self.serial.lock().unwrap_or_else(|e| e.into_inner()),
+            }
+        }
+
+        /// Device bytes [`msm`](Self::msm) (or [`msm_in`](Self::msm_in)) allocates for `n`
+        /// points of `group`: its plan's [`MsmPlan::device_bytes`] with bases and scalars on
+        /// the device, else the [`streamed_plan`](Self::streamed_plan)'s
+        /// [`MsmPlan::streamed_device_bytes`] (an upper bound when only one input streams).
+        pub fn call_bytes(&self, n: usize, group: Group, resident: bool) -> usize {
+            if n == 0 {
+                0
+            } else if resident {
+                self.plan(n, group).device_bytes()
+            } else {
+                self.streamed_plan(n, group).streamed_device_bytes()
             }
         }
 
@@ -367,14 +406,32 @@ mod device {
             bases: Bases<'_, C>,
             scalars: Scalars<'_>,
         ) -> Result<C::Projective, GpuMsmError> {
+            self.msm_inner(&self.plan_of(bases, scalars), bases, scalars, None, None)
+        }
+
+        /// [`msm`](Self::msm) with every device buffer of the call taken from `workspace`
+        /// ([`call_bytes`](Self::call_bytes) of them, in at most
+        /// [`MAX_CALL_BUFFERS`](super::MAX_CALL_BUFFERS) buffers) and given back to it when
+        /// the call returns.
+        pub fn msm_in<C: GpuCurve>(
+            &self,
+            workspace: &dyn Workspace,
+            bases: Bases<'_, C>,
+            scalars: Scalars<'_>,
+        ) -> Result<C::Projective, GpuMsmError> {
+            let plan = self.plan_of(bases, scalars);
+            self.msm_inner(&plan, bases, scalars, None, Some(workspace))
+        }
+
+        /// The plan [`msm`](Self::msm) takes for these inputs.
+        fn plan_of<C: GpuCurve>(&self, bases: Bases<'_, C>, scalars: Scalars<'_>) -> MsmPlan {
             let resident =
                 matches!(bases, Bases::Device(_)) && matches!(scalars, Scalars::Device(..));
-            let plan = if resident {
+            if resident {
                 self.plan(bases.len(), C::GROUP)
             } else {
                 self.streamed_plan(bases.len(), C::GROUP)
-            };
-            self.msm_with_plan(&plan, bases, scalars)
+            }
         }
 
         /// `Σ sᵢ·Pᵢ` by a given plan (for `C`'s group and the number of points).
@@ -384,7 +441,7 @@ mod device {
             bases: Bases<'_, C>,
             scalars: Scalars<'_>,
         ) -> Result<C::Projective, GpuMsmError> {
-            self.msm_inner(plan, bases, scalars, None)
+            self.msm_inner(plan, bases, scalars, None, None)
         }
 
         fn msm_inner<C: GpuCurve>(
@@ -393,6 +450,7 @@ mod device {
             bases: Bases<'_, C>,
             scalars: Scalars<'_>,
             profile: Option<&std::cell::RefCell<Vec<(&'static str, cuzk_gpu::Event)>>>,
+            workspace: Option<&dyn Workspace>,
         ) -> Result<C::Projective, GpuMsmError> {
             if bases.len() != scalars.len() {
                 return Err(MsmError::LengthMismatch {
@@ -443,7 +501,7 @@ mod device {
                     (Source::Host(unsafe { as_bytes(h) }), ScalarForm::Canonical)
                 }
             };
-            let call = self.begin_call();
+            let call = self.begin_call(workspace);
             pippenger::msm::<_, C>(&call.exec(profile), plan, base_source, scalar_source, form)
         }
 
@@ -459,7 +517,7 @@ mod device {
             scalars: Scalars<'_>,
         ) -> Result<(C::Projective, StageTimes), GpuMsmError> {
             let marks = std::cell::RefCell::new(Vec::new());
-            let result = self.msm_inner(plan, bases, scalars, Some(&marks))?;
+            let result = self.msm_inner(plan, bases, scalars, Some(&marks), None)?;
             let marks = marks.into_inner();
             let mut stages: Vec<(&'static str, f64)> = Vec::new();
             for pair in marks.windows(2) {
@@ -480,7 +538,21 @@ mod device {
             selection: Selection<'_>,
         ) -> Result<C::Projective, GpuMsmError> {
             let borrowed = GpuBuf::Borrowed(bases);
-            let call = self.begin_call();
+            let call = self.begin_call(None);
+            super::batch::batch_add::<_, C>(&call.exec(None), &borrowed, bases.len(), selection)
+        }
+
+        /// [`batch_add`](Self::batch_add) with the call's device buffers taken from `workspace`
+        /// ([`batch_add_device_bytes`](super::batch_add_device_bytes) of them for indices) and
+        /// given back to it when the call returns.
+        pub fn batch_add_in<C: GpuCurve>(
+            &self,
+            workspace: &dyn Workspace,
+            bases: &DeviceBuffer<C::AffineLimbs>,
+            selection: Selection<'_>,
+        ) -> Result<C::Projective, GpuMsmError> {
+            let borrowed = GpuBuf::Borrowed(bases);
+            let call = self.begin_call(Some(workspace));
             super::batch::batch_add::<_, C>(&call.exec(None), &borrowed, bases.len(), selection)
         }
     }
@@ -497,7 +569,7 @@ mod device {
             a: &[u8],
             b: &[u8],
         ) -> Result<Vec<u8>, GpuMsmError> {
-            let call = self.begin_call();
+            let call = self.begin_call(None);
             testops::msm_test_field(&call.exec(None), degree, op, a, b)
         }
 
@@ -509,7 +581,7 @@ mod device {
             b: &[u8],
             p: &[u8],
         ) -> Result<Vec<u8>, GpuMsmError> {
-            let call = self.begin_call();
+            let call = self.begin_call(None);
             testops::msm_test_point::<_, C>(&call.exec(None), op, a, b, p)
         }
 
@@ -523,7 +595,7 @@ mod device {
             reps: usize,
         ) -> Result<f64, GpuMsmError> {
             use super::exec::Exec;
-            let call = self.begin_call();
+            let call = self.begin_call(None);
             let exec = call.exec(None);
             let block = 256u32;
             let threads = (block * blocks_per_sm.max(1) * exec.sm_count()) as usize;
@@ -576,7 +648,7 @@ mod device {
                     "the addition probe needs at least one base".into(),
                 ));
             }
-            let call = self.begin_call();
+            let call = self.begin_call(None);
             let exec = call.exec(None);
             let block = POINT_BLOCK;
             let threads = (block * blocks_per_sm.max(1) * exec.sm_count()) as usize;

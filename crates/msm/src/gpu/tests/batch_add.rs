@@ -28,8 +28,25 @@ fn check_batch_add<E: Exec, C: TestCurve>(exec: &E, device: bool, seed: u64) {
             Selection::Indices(&indices),
         ] {
             let want = crate::batch_add::<C>(&bases, selection).unwrap();
+            let before = exec.allocated();
             let got =
                 batch::batch_add::<E, C>(exec, &dev, n, selection).expect("batch addition runs");
+            // What a caller reserves for a selection of indices (or all) covers the call.
+            let selected = match selection {
+                Selection::All => Some(n),
+                Selection::Indices(indices) => Some(indices.len()),
+                Selection::Bitmap(_) => None,
+            };
+            if let (Some(selected), Some((b0, _)), Some((b1, _))) =
+                (selected, before, exec.allocated())
+            {
+                let bound = crate::gpu::batch_add_device_bytes(C::GROUP, selected, exec.sm_count());
+                assert!(
+                    b1 - b0 <= bound,
+                    "{selection:?}: {} bytes, stated {bound}",
+                    b1 - b0
+                );
+            }
             assert_eq!(
                 got,
                 want,

@@ -42,10 +42,13 @@ macro_rules! for_each_exec {
                 let kernels =
                     crate::gpu::exec::GpuKernels::load(&dev).expect("the msm module loads");
                 let cache = crate::gpu::cache::BufferCache::default();
+                let lent = crate::gpu::cache::BufferCache::default();
                 let staging = crate::gpu::cache::BufferCache::default();
                 let $exec = &crate::gpu::exec::GpuExec {
                     kernels: &kernels,
                     cache: &cache,
+                    workspace: None,
+                    lent: &lent,
                     staging: &staging,
                     profile: None,
                     lane: 0,

@@ -38,10 +38,34 @@ fn run_msm<E: Exec, C: GpuCurve>(
         exec.upload(&mut buf, bytes).unwrap();
         buf
     };
+    let measured = |run: &dyn Fn() -> Result<C::Projective, crate::gpu::GpuMsmError>| {
+        let before = exec.allocated();
+        let result = run();
+        if let (Some((b0, n0)), Some((b1, n1))) = (before, exec.allocated()) {
+            let bound = if input == Input::Device {
+                plan.device_bytes()
+            } else {
+                plan.streamed_device_bytes()
+            };
+            assert!(
+                b1 - b0 <= bound,
+                "{input:?}: the call allocated {} bytes, its plan states {bound}",
+                b1 - b0
+            );
+            assert!(
+                n1 - n0 <= crate::gpu::MAX_CALL_BUFFERS,
+                "{input:?}: {} buffers",
+                n1 - n0
+            );
+        }
+        result
+    };
     let result = match input {
         Input::Device => {
             let (b, s) = (to_device(base_bytes), to_device(scalar_bytes));
-            pippenger::msm::<E, C>(exec, plan, Source::Device(&b), Source::Device(&s), form)
+            measured(&|| {
+                pippenger::msm::<E, C>(exec, plan, Source::Device(&b), Source::Device(&s), form)
+            })
         }
         Input::Pinned => {
             let pin = |bytes: &[u8]| {
@@ -50,31 +74,37 @@ fn run_msm<E: Exec, C: GpuCurve>(
                 pinned
             };
             let (b, s) = (pin(base_bytes), pin(scalar_bytes));
-            pippenger::msm::<E, C>(
-                exec,
-                plan,
-                Source::Pinned(E::staged(&b)),
-                Source::Pinned(E::staged(&s)),
-                form,
-            )
+            measured(&|| {
+                pippenger::msm::<E, C>(
+                    exec,
+                    plan,
+                    Source::Pinned(E::staged(&b)),
+                    Source::Pinned(E::staged(&s)),
+                    form,
+                )
+            })
         }
         Input::Mixed => {
             let b = to_device(base_bytes);
+            measured(&|| {
+                pippenger::msm::<E, C>(
+                    exec,
+                    plan,
+                    Source::Device(&b),
+                    Source::Host(scalar_bytes),
+                    form,
+                )
+            })
+        }
+        Input::Host => measured(&|| {
             pippenger::msm::<E, C>(
                 exec,
                 plan,
-                Source::Device(&b),
+                Source::Host(base_bytes),
                 Source::Host(scalar_bytes),
                 form,
             )
-        }
-        Input::Host => pippenger::msm::<E, C>(
-            exec,
-            plan,
-            Source::Host(base_bytes),
-            Source::Host(scalar_bytes),
-            form,
-        ),
+        }),
     };
     result.expect("the MSM runs")
 }

@@ -29,12 +29,22 @@
 //! Residency is keyed by the host memory of the parameters: [`GpuBackend::preload`] takes an
 //! `Arc<Parameters>` and holds it, so while its bases are resident that memory can be neither
 //! freed nor reused, and a query slice at the same address is the same, immutable, data.
+//!
+//! Device memory: one cuzk-vram arena per device, allocated once when the backend (or its
+//! workers) is made. Resident bases are named resident regions of it; a partition's buffers
+//! come from the reservation the interlock policy grants before its device stages (`memory`).
+//! The NTT's twiddle tables, made once per domain size, stay in the driver's pool, outside the
+//! arena ([`ARENA_MARGIN`] leaves room for them).
+
+mod memory;
 
 use std::sync::{Arc, Mutex};
 
 use cuzk_field::layout::{scalars_as_limbs, FrLimbs, G1AffineLimbs, G2AffineLimbs};
 use cuzk_field::{Domain, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk_gpu::{Device, DeviceBuffer, GpuError, PinnedBuffer, Stream};
+use cuzk_gpu::{
+    alloc_in, Device, DeviceBuffer, GpuError, PinnedBuffer, Stream, StreamPool, Workspace,
+};
 use cuzk_groth16::Parameters;
 use cuzk_msm::gpu::{Bases, GpuCurve, GpuMsm, GpuMsmError, ScalarForm, Scalars};
 use cuzk_msm::{Selection, G1, G2};
@@ -43,12 +53,16 @@ use cuzk_ntt::Order;
 use group::Group;
 
 pub use cuzk_interlock::PolicyKind;
-use cuzk_interlock::{Demand, Policy};
-use cuzk_msm::gpu::Group as MsmGroup;
-use cuzk_vram::{Arena, ArenaConfig, HostBacking, SimFence};
+use cuzk_interlock::{Demand, InterlockError, Policy};
+use cuzk_vram::{Arena, ArenaConfig, DeviceBacking, VramError};
 
-use crate::backend::{Backend, DevicePhase};
+use crate::backend::{Backend, DevicePhase, PartitionShape};
 use crate::{JobContext, PipelineError};
+use memory::{PartitionMemory, PhaseGuard, Slot};
+
+/// Device memory the arena leaves to others when it is sized from the free memory: the NTT's
+/// twiddle tables (2 GiB at 2^27), the driver's own, the kernels' stacks.
+pub const ARENA_MARGIN: u64 = 3 << 30;
 
 /// How the GPU backend uses its device.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -57,17 +71,9 @@ pub struct GpuConfig {
     /// device's memory, leaving the rest to a partition's working set (the NTT's 4·n scalars
     /// and the MSM's workspace: about 18 GiB at 2^27).
     pub resident_budget: Option<u64>,
-}
-
-/// A partition's compute permit, finished (its reservation released) when dropped.
-struct ComputePermit(Option<cuzk_interlock::Compute<HostBacking>>);
-
-impl Drop for ComputePermit {
-    fn drop(&mut self) {
-        if let Some(permit) = self.0.take() {
-            permit.finish(Some(SimFence::completed()));
-        }
-    }
+    /// The size of the device's arena (resident parameters and partitions' reservations), in
+    /// bytes; `None`: the device's free memory less [`ARENA_MARGIN`].
+    pub arena_bytes: Option<u64>,
 }
 
 /// Errors of the GPU backend, with the operation that failed.
@@ -87,9 +93,17 @@ pub enum GpuBackendError {
         #[source]
         source: GpuNttError,
     },
-    /// The interlock policy refused (a partition larger than the device's working memory).
+    /// The interlock policy refused (a partition larger than the device's working memory can
+    /// ever hold is `InterlockError::Vram(VramError::Unsatisfiable { .. })`).
     #[error("interlock: {0}")]
-    Policy(String),
+    Policy(#[source] InterlockError),
+    /// The device's arena could not be made, or refused a resident region.
+    #[error("{what}: {source}")]
+    Arena {
+        what: &'static str,
+        #[source]
+        source: VramError,
+    },
     /// An MSM or batch addition on the device failed.
     #[error("{what}: {source}")]
     Msm {
@@ -110,6 +124,10 @@ impl GpuBackendError {
 
     fn msm(what: &'static str) -> impl FnOnce(GpuMsmError) -> Self {
         move |source| Self::Msm { what, source }
+    }
+
+    fn arena(what: &'static str) -> impl FnOnce(VramError) -> Self {
+        move |source| Self::Arena { what, source }
     }
 }
 
@@ -153,13 +171,38 @@ struct Resident {
 /// Bytes of each pinned staging buffer of the uploads of a, b, c.
 const STAGE_BYTES: usize = 32 << 20;
 
-/// What the workers of one device share: its resident parameters, and the interlock policy that
-/// says when each may run its device stages (over an arena that accounts for the device memory
-/// left beside the resident parameters; reservations only, decided on the host).
+/// What the workers of one device share: its arena, the resident parameters in it, and the
+/// interlock policy that says when each may run its device stages (reservations of the arena,
+/// decided on the host).
 struct DeviceShare {
     budget: u64,
+    arena: Arena<DeviceBacking>,
     resident: Mutex<Vec<Arc<Resident>>>,
-    policy: Option<Box<dyn Policy<HostBacking>>>,
+    policy: Box<dyn Policy<DeviceBacking>>,
+}
+
+impl DeviceShare {
+    /// The device's arena (one allocation) and `policy` over it.
+    fn new(
+        device: &Device,
+        config: &GpuConfig,
+        policy: PolicyKind,
+    ) -> Result<Self, GpuBackendError> {
+        let backing = DeviceBacking::new(device.clone())
+            .map_err(GpuBackendError::arena("opening the device's memory"))?;
+        let size = match config.arena_bytes {
+            Some(bytes) => ArenaConfig::with_bytes(bytes),
+            None => ArenaConfig::free_less_margin(ARENA_MARGIN),
+        };
+        let arena = Arena::new(backing, size)
+            .map_err(GpuBackendError::arena("allocating the device's arena"))?;
+        Ok(Self {
+            budget: resident_budget(device, config),
+            policy: policy.build(arena.clone()),
+            arena,
+            resident: Mutex::new(Vec::new()),
+        })
+    }
 }
 
 /// The heavy stages on one CUDA device, for one worker: its own streams (so several workers'
@@ -171,6 +214,8 @@ pub struct GpuBackend {
     share: Arc<DeviceShare>,
     /// Two pinned buffers that uploads from pageable memory alternate between, made on first use.
     staging: Mutex<Vec<PinnedBuffer<FrLimbs>>>,
+    /// The memory of the partition whose device phase is open, if any.
+    phase: Slot,
 }
 
 impl std::fmt::Debug for GpuBackend {
@@ -190,23 +235,20 @@ impl GpuBackend {
         Self::on_device(&device, ordinal, config)
     }
 
-    /// Loads the kernels on an open device, for a single worker.
+    /// Loads the kernels on an open device, for a single worker: the device's arena and the
+    /// default policy (`VramBudget`) as for [`GpuBackend::workers`], so that its partitions'
+    /// memory comes from the arena too.
     pub fn on_device(
         device: &Device,
         ordinal: usize,
         config: GpuConfig,
     ) -> Result<Self, GpuBackendError> {
-        let share = Arc::new(DeviceShare {
-            budget: resident_budget(device, &config),
-            resident: Mutex::new(Vec::new()),
-            policy: None,
-        });
+        let share = Arc::new(DeviceShare::new(device, &config, PolicyKind::VramBudget)?);
         Self::with_share(device, ordinal, share)
     }
 
-    /// `workers` backends on device `ordinal` that share its resident parameters and take turns
-    /// under `policy` (one per worker thread). The policy's arena accounts for the device memory
-    /// beside the resident budget.
+    /// `workers` backends on device `ordinal` that share its arena and resident parameters and
+    /// take turns under `policy` (one per worker thread).
     pub fn workers(
         ordinal: usize,
         config: GpuConfig,
@@ -214,15 +256,7 @@ impl GpuBackend {
         policy: PolicyKind,
     ) -> Result<Vec<Self>, GpuBackendError> {
         let device = Device::open(ordinal).map_err(GpuBackendError::gpu("opening the device"))?;
-        let budget = resident_budget(&device, &config);
-        let working = (device.info().total_memory as u64).saturating_sub(budget);
-        let arena = Arena::new(HostBacking::new(working), ArenaConfig::with_bytes(working))
-            .map_err(|e| GpuBackendError::Policy(e.to_string()))?;
-        let share = Arc::new(DeviceShare {
-            budget,
-            resident: Mutex::new(Vec::new()),
-            policy: Some(policy.build(arena)),
-        });
+        let share = Arc::new(DeviceShare::new(&device, &config, policy)?);
         (0..workers.max(1))
             .map(|_| Self::with_share(&device, ordinal, share.clone()))
             .collect()
@@ -241,21 +275,30 @@ impl GpuBackend {
             ntt,
             share,
             staging: Mutex::new(Vec::new()),
+            phase: Slot::default(),
         })
     }
 
-    /// The name of the interlock policy the device's workers share, if any.
+    /// The name of the interlock policy the device's workers share.
     pub fn policy(&self) -> Option<&'static str> {
-        self.share.policy.as_ref().map(|p| p.name())
+        Some(self.share.policy.name())
     }
 
-    /// What a partition over a domain of `n` points reserves on the device: a, b, c and h
-    /// (`4·n` scalars) staged, the largest MSM's workspace (`msm_h`'s) to compute.
-    pub fn demand(&self, n: usize) -> Demand {
-        Demand {
-            stage_bytes: (4 * n * std::mem::size_of::<FrLimbs>()) as u64,
-            compute_bytes: self.msm.plan(n.max(1), MsmGroup::G1).device_bytes() as u64,
-        }
+    /// The device's arena: resident parameters and partitions' reservations.
+    pub fn arena(&self) -> &Arena<DeviceBacking> {
+        &self.share.arena
+    }
+
+    /// What a partition of `shape` reserves on the device: a, b, c and h staged, the largest
+    /// workspace of one of its MSMs or batch additions to compute (see `memory::demand`).
+    pub fn demand(&self, shape: PartitionShape) -> Demand {
+        memory::demand(&self.msm, shape, self.share.arena.granule())
+    }
+
+    /// Where the current partition's buffers come from: its reservation while a device phase is
+    /// open, else the stream's pool (a stage called outside a phase).
+    fn workspace(&self) -> Option<Arc<PartitionMemory>> {
+        self.phase.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The device.
@@ -268,10 +311,11 @@ impl GpuBackend {
         self.resident_sets().iter().map(|r| r.bytes).sum()
     }
 
-    /// Makes `params`' bases resident on the device, as many queries as the budget leaves room
-    /// for, largest first (H, L, A, B₁, B₂): later proofs with these parameters read them there.
-    /// Returns the bytes made resident (0 when they already were). Holds `params` until
-    /// [`GpuBackend::evict`].
+    /// Makes `params`' bases resident on the device, as many queries as the budget (and the
+    /// arena's free memory) leaves room for, largest first (H, L, A, B₁, B₂): later proofs with
+    /// these parameters read them there. Each query is a named resident region of the device's
+    /// arena, so partitions' reservations see the room it takes. Returns the bytes made resident
+    /// (0 when they already were). Holds `params` until [`GpuBackend::evict`].
     pub fn preload(&self, params: &Arc<Parameters>) -> Result<u64, PipelineError> {
         if self.find(params).is_some() {
             return Ok(0);
@@ -281,16 +325,20 @@ impl GpuBackend {
         let mut g2 = Vec::new();
         let mut bytes = 0;
         let stream = self.msm.stream();
-        for query in [&params.h, &params.l, &params.a, &params.b_g1] {
+        let set = Arc::as_ptr(params) as usize;
+        for (i, query) in [&params.h, &params.l, &params.a, &params.b_g1]
+            .into_iter()
+            .enumerate()
+        {
             let need = (query.len() * std::mem::size_of::<G1AffineLimbs>()) as u64;
             if query.is_empty() || need > room {
                 continue;
             }
-            let bases = self
-                .msm
-                .upload_bases::<G1>(query)
-                .map_err(GpuBackendError::msm("uploading G1 bases"))
-                .map_err(on(&self.name))?;
+            let name = format!("{set:#x}/g1/{i}");
+            let limbs = G1::affines_as_limbs(query);
+            let Some(bases) = self.resident_region(stream, &name, limbs)? else {
+                continue;
+            };
             g1.push(Query {
                 host: (query.as_ptr() as usize, query.len()),
                 bases,
@@ -300,16 +348,15 @@ impl GpuBackend {
         }
         let need = (params.b_g2.len() * std::mem::size_of::<G2AffineLimbs>()) as u64;
         if !params.b_g2.is_empty() && need <= room {
-            let bases = self
-                .msm
-                .upload_bases::<G2>(&params.b_g2)
-                .map_err(GpuBackendError::msm("uploading G2 bases"))
-                .map_err(on(&self.name))?;
-            g2.push(Query {
-                host: (params.b_g2.as_ptr() as usize, params.b_g2.len()),
-                bases,
-            });
-            bytes += need;
+            let name = format!("{set:#x}/g2/0");
+            let limbs = G2::affines_as_limbs(&params.b_g2);
+            if let Some(bases) = self.resident_region(stream, &name, limbs)? {
+                g2.push(Query {
+                    host: (params.b_g2.as_ptr() as usize, params.b_g2.len()),
+                    bases,
+                });
+                bytes += need;
+            }
         }
         stream
             .synchronize()
@@ -322,6 +369,35 @@ impl GpuBackend {
             bytes,
         }));
         Ok(bytes)
+    }
+
+    /// `limbs` copied (on `stream`) into a resident region of the arena called `name`, or `None`
+    /// when the arena has no free range that large now (the query then streams).
+    fn resident_region<L: cuzk_gpu::DeviceCopy>(
+        &self,
+        stream: &Stream,
+        name: &str,
+        limbs: &[L],
+    ) -> Result<Option<DeviceBuffer<L>>, PipelineError> {
+        let bytes = std::mem::size_of_val(limbs) as u64;
+        let region = match self.share.arena.alloc_resident(name, bytes) {
+            Ok(region) => region,
+            Err(VramError::OutOfMemory { .. }) => return Ok(None),
+            Err(e) => {
+                return Err(on(&self.name)(GpuBackendError::arena("a resident region")(
+                    e,
+                )));
+            }
+        };
+        let mut bases = region
+            .into_device_buffer::<L>()
+            .map_err(GpuBackendError::arena("a resident region"))
+            .map_err(on(&self.name))?;
+        stream
+            .copy_to_device(limbs, &mut bases)
+            .map_err(GpuBackendError::gpu("uploading bases"))
+            .map_err(on(&self.name))?;
+        Ok(Some(bases))
     }
 
     /// Frees `params`' resident bases (once no partition is using them) and lets go of
@@ -441,8 +517,12 @@ impl GpuBackend {
         let n = domain.n();
         let err = on(&self.name);
         let stream = self.msm.stream();
-        let mut abc = stream
-            .alloc::<FrLimbs>(3 * n)
+        let memory = self.workspace();
+        let workspace: &dyn Workspace = match &memory {
+            Some(memory) => &**memory,
+            None => &StreamPool,
+        };
+        let mut abc = alloc_in::<FrLimbs>(workspace, stream, 3 * n)
             .map_err(GpuBackendError::gpu("allocating a, b, c"))
             .map_err(&err)?;
         for (i, v) in [a, b, c].into_iter().enumerate() {
@@ -459,8 +539,7 @@ impl GpuBackend {
             .coset_forward_device(stream, &mut abc, domain, Order::BitReversed, Order::Natural)
             .map_err(GpuBackendError::ntt("coset NTT of a, b, c"))
             .map_err(&err)?;
-        let mut h = stream
-            .alloc::<FrLimbs>(n)
+        let mut h = alloc_in::<FrLimbs>(workspace, stream, n)
             .map_err(GpuBackendError::gpu("allocating h"))
             .map_err(&err)?;
         self.ntt
@@ -487,10 +566,34 @@ impl GpuBackend {
         if n == 0 {
             return Ok(C::Projective::identity());
         }
+        let memory = self.workspace();
+        let workspace: &dyn Workspace = match &memory {
+            Some(memory) => &**memory,
+            None => &StreamPool,
+        };
         self.timed(|| {
             self.msm
-                .msm::<C>(bases, scalars)
+                .msm_in::<C>(workspace, bases, scalars)
                 .map_err(GpuBackendError::msm("msm"))
+                .map_err(on(&self.name))
+        })
+    }
+
+    /// `Σ bases[i]` over `indices` on the device, the bases resident.
+    fn batch_add<C: GpuCurve>(
+        &self,
+        bases: &DeviceBuffer<C::AffineLimbs>,
+        indices: &[u32],
+    ) -> Result<C::Projective, PipelineError> {
+        let memory = self.workspace();
+        let workspace: &dyn Workspace = match &memory {
+            Some(memory) => &**memory,
+            None => &StreamPool,
+        };
+        self.timed(|| {
+            self.msm
+                .batch_add_in::<C>(workspace, bases, Selection::Indices(indices))
+                .map_err(GpuBackendError::msm("batch addition"))
                 .map_err(on(&self.name))
         })
     }
@@ -505,16 +608,14 @@ impl Backend for GpuBackend {
 
     fn device_phase(
         &self,
-        n: usize,
+        shape: PartitionShape,
         ctx: JobContext,
         partition: usize,
     ) -> Result<DevicePhase, PipelineError> {
-        let Some(policy) = &self.share.policy else {
-            return Ok(DevicePhase::free());
-        };
+        let policy = &self.share.policy;
         // The wait carries the partition's demand, so that a recorded run can be replayed by
         // the interlock simulator (`cargo xtask bench interlock --replay`).
-        let demand = self.demand(n);
+        let demand = self.demand(shape);
         let (stage_bytes, compute_bytes) = (demand.stage_bytes, demand.compute_bytes);
         let partition = partition as u64;
         let wait = if policy.name() == "VramBudget" {
@@ -523,15 +624,17 @@ impl Backend for GpuBackend {
             tracing::info_span!("lock_wait", job = ctx.job, partition, worker = ctx.worker, device = %self.name, stage_bytes, compute_bytes)
         };
         let entered = wait.enter();
-        let refused = |e: cuzk_interlock::InterlockError| {
-            on(&self.name)(GpuBackendError::Policy(e.to_string()))
-        };
+        let refused = |e: InterlockError| on(&self.name)(GpuBackendError::Policy(e));
         let staged = policy.stage(demand).map_err(refused)?.finish();
         let compute = policy.compute(staged).map_err(refused)?;
         drop(entered);
-        // Every device stage ends in a stream synchronisation, so when the permit drops the
-        // partition's device work is done and its memory may be reserved again at once.
-        Ok(DevicePhase::held(ComputePermit(Some(compute))))
+        // The stages allocate from the permit's reservation; closing the phase finishes the
+        // permit after a fence on the worker's stream (`memory::PartitionMemory`).
+        let memory = PartitionMemory::new(compute, self.msm.stream().clone());
+        *self.phase.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(memory));
+        Ok(DevicePhase::held(PhaseGuard {
+            slot: self.phase.clone(),
+        }))
     }
 
     fn ntt_h(
@@ -602,12 +705,9 @@ impl Backend for GpuBackend {
         indices: &[u32],
     ) -> Result<G1Projective, PipelineError> {
         match self.resident_g1(bases) {
-            Some((set, i)) if !indices.is_empty() => self.timed(|| {
-                self.msm
-                    .batch_add::<G1>(&set.g1[i].bases, Selection::Indices(indices))
-                    .map_err(GpuBackendError::msm("batch addition"))
-                    .map_err(on(&self.name))
-            }),
+            Some((set, i)) if !indices.is_empty() => {
+                self.batch_add::<G1>(&set.g1[i].bases, indices)
+            }
             _ => Ok(cuzk_msm::batch_add::<G1>(
                 bases,
                 Selection::Indices(indices),
@@ -621,12 +721,9 @@ impl Backend for GpuBackend {
         indices: &[u32],
     ) -> Result<G2Projective, PipelineError> {
         match self.resident_g2(bases) {
-            Some((set, i)) if !indices.is_empty() => self.timed(|| {
-                self.msm
-                    .batch_add::<G2>(&set.g2[i].bases, Selection::Indices(indices))
-                    .map_err(GpuBackendError::msm("batch addition"))
-                    .map_err(on(&self.name))
-            }),
+            Some((set, i)) if !indices.is_empty() => {
+                self.batch_add::<G2>(&set.g2[i].bases, indices)
+            }
             _ => Ok(cuzk_msm::batch_add::<G2>(
                 bases,
                 Selection::Indices(indices),
