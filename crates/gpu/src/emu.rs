@@ -4,11 +4,16 @@
 //! GPU code path above this crate (the MSM, the NTT, the GPU prover) runs, slowly, on a machine
 //! without a GPU, and CI checks its results against the CPU's.
 //!
-//! One emulated device (ordinal 0, [`EMULATED_NAME`]) with one stream order: every operation
-//! runs when it is issued, in issue order, so events are complete when recorded. Ordering bugs
+//! One emulated device by default (ordinal 0, [`EMULATED_NAME`]; [`set_device_count`] makes
+//! more, for tests of several devices), each with one stream order: every operation runs when
+//! it is issued, in issue order, so events are complete when recorded. Ordering bugs
 //! between streams therefore do not show here; cuzk-msm's own emulated executor, which runs work
 //! as late as a device may, is where those are caught. Fresh allocations are filled with a
 //! poison pattern, as the device leaves them uninitialised.
+//!
+//! Tests make a device fail on purpose with [`fail_next`]: the next allocation or kernel launch
+//! on that device returns the driver's error, as a device out of memory or a faulting kernel
+//! would.
 //!
 //! With `emu` on, this module replaces the CUDA driver layer even when `cuda` is on too: a
 //! build meant for a GPU must not turn `emu` on.
@@ -19,7 +24,8 @@ use std::ffi::{c_char, c_void, CString};
 use std::marker::PhantomData;
 use std::mem::size_of;
 use std::ops::{Deref, Range};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use crate::args::{KernelArgs, LaunchConfig};
@@ -34,6 +40,49 @@ const EMULATED_MEMORY: usize = 16 << 30;
 
 /// The byte fresh allocations are filled with.
 const POISON: u8 = 0xa5;
+
+/// How many devices the emulator has.
+static DEVICES: AtomicUsize = AtomicUsize::new(1);
+
+/// Failures to inject: (device ordinal, what fails next).
+static FAULTS: Mutex<Vec<(usize, Fault)>> = Mutex::new(Vec::new());
+
+/// Makes the emulator report `count` devices (at least one), ordinals `0..count`, each with
+/// its own memory; for tests of several devices. Applies to devices opened afterwards.
+pub fn set_device_count(count: usize) {
+    DEVICES.store(count.max(1), Ordering::SeqCst);
+}
+
+/// A driver failure [`fail_next`] injects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The next allocation fails with `CUDA_ERROR_OUT_OF_MEMORY`.
+    Alloc,
+    /// The next kernel launch fails with `CUDA_ERROR_LAUNCH_FAILED` (a kernel fault).
+    Launch,
+}
+
+/// Makes the next `fault` (allocation or kernel launch) on device `ordinal` fail, once.
+pub fn fail_next(ordinal: usize, fault: Fault) {
+    FAULTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push((ordinal, fault));
+}
+
+/// Whether an injected `fault` is due on device `ordinal` (consumes it).
+fn injected(ordinal: usize, fault: Fault) -> bool {
+    let mut faults = FAULTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match faults.iter().position(|&f| f == (ordinal, fault)) {
+        Some(i) => {
+            faults.remove(i);
+            true
+        }
+        None => false,
+    }
+}
 
 static DEVICE_SYNCHRONIZE: AtomicU64 = AtomicU64::new(0);
 static TRIM_POOL: AtomicU64 = AtomicU64::new(0);
@@ -113,19 +162,20 @@ pub struct Device {
 }
 
 impl Device {
-    /// One: the emulated device.
+    /// The emulated devices: one unless [`set_device_count`] said otherwise.
     pub fn count() -> Result<usize, GpuError> {
-        Ok(1)
+        Ok(DEVICES.load(Ordering::SeqCst))
     }
 
-    /// The emulated device (ordinal 0).
+    /// The emulated device `ordinal`.
     pub fn open(ordinal: usize) -> Result<Self, GpuError> {
-        if ordinal != 0 {
-            return Err(GpuError::NoDevice { ordinal, count: 1 });
+        let count = Self::count()?;
+        if ordinal >= count {
+            return Err(GpuError::NoDevice { ordinal, count });
         }
         Ok(Self {
             info: DeviceInfo {
-                ordinal: 0,
+                ordinal,
                 name: EMULATED_NAME.into(),
                 total_memory: EMULATED_MEMORY,
                 sm_count: 4,
@@ -137,9 +187,9 @@ impl Device {
         })
     }
 
-    /// The emulated device.
+    /// Every emulated device.
     pub fn all() -> Result<Vec<Self>, GpuError> {
-        Ok(vec![Self::open(0)?])
+        (0..Self::count()?).map(Self::open).collect()
     }
 
     /// What this device is.
@@ -165,12 +215,14 @@ impl Device {
 
     /// The stream (every stream of the emulator runs its work at once).
     pub fn default_stream(&self) -> Stream {
-        Stream { _private: () }
+        Stream {
+            ordinal: self.info.ordinal,
+        }
     }
 
     /// A new stream.
     pub fn new_stream(&self) -> Result<Stream, GpuError> {
-        Ok(Stream { _private: () })
+        Ok(self.default_stream())
     }
 
     /// Nothing to wait for: work runs when issued (counted: `crate::counted_driver_calls`).
@@ -255,7 +307,8 @@ impl Memory {
 /// A stream of the emulated device: its work runs when issued.
 #[derive(Clone, Debug)]
 pub struct Stream {
-    _private: (),
+    /// The device's ordinal (for injected faults).
+    ordinal: usize,
 }
 
 impl Stream {
@@ -263,6 +316,12 @@ impl Stream {
     /// holds whatever it held).
     pub fn alloc<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>, GpuError> {
         ALLOC.fetch_add(1, Ordering::SeqCst);
+        if injected(self.ordinal, Fault::Alloc) {
+            return Err(GpuError::Driver {
+                call: "cuMemAllocAsync",
+                status: "CUDA_ERROR_OUT_OF_MEMORY (injected by the emulator)".into(),
+            });
+        }
         Ok(DeviceBuffer {
             mem: Memory::new(bytes_for::<T>(len)?),
             len,
@@ -596,10 +655,19 @@ impl Kernel {
     /// the buffers it is given for the launch shape `config`.
     pub unsafe fn launch(
         &self,
-        _stream: &Stream,
+        stream: &Stream,
         config: LaunchConfig,
         args: &KernelArgs<'_>,
     ) -> Result<(), GpuError> {
+        if injected(stream.ordinal, Fault::Launch) {
+            return Err(GpuError::Driver {
+                call: "cuLaunchKernel",
+                status: format!(
+                    "{}: CUDA_ERROR_LAUNCH_FAILED (injected by the emulator)",
+                    self.name
+                ),
+            });
+        }
         let (bx, by, bz) = config.block;
         if by != 1 || bz != 1 {
             return Err(GpuError::InvalidArgument(format!(
@@ -742,6 +810,23 @@ mod tests {
             .copy_pinned_to_device(pinned.bytes(), &mut out, 1)
             .unwrap();
         assert_eq!(stream.download(&out).unwrap(), vec![0, 5, 6, 0]);
+    }
+
+    #[test]
+    fn injected_faults_fail_once_on_their_device() {
+        // Devices no other test uses (faults are process-wide and tests run at once).
+        let stream = Stream { ordinal: 6 };
+        fail_next(6, Fault::Alloc);
+        fail_next(7, Fault::Alloc);
+        assert!(matches!(
+            stream.alloc::<u32>(4),
+            Err(GpuError::Driver {
+                call: "cuMemAllocAsync",
+                ..
+            })
+        ));
+        assert!(stream.alloc::<u32>(4).is_ok(), "once");
+        assert!(!injected(0, Fault::Alloc) && injected(7, Fault::Alloc));
     }
 
     #[test]
