@@ -11,6 +11,8 @@
 //!   evicts parameters in use).
 //! - [`run`]: one job on one backend, every kind: Filecoin's (through cuzk-filecoin) and the
 //!   built-in [`synthetic`] circuit, whose partitions idle workers (of any device) help prove.
+//! - [`backend`]: the CPU backend, and with the `cuda` feature [`gpu`]: workers on CUDA devices
+//!   with the parameters resident in device memory.
 //!
 //! **Architecture Invariant:** the engine reads no configuration file or environment
 //! variable; everything comes in through [`EngineConfig`].
@@ -19,6 +21,8 @@
 
 pub mod backend;
 mod engine;
+#[cfg(feature = "cuda")]
+pub mod gpu;
 pub mod job;
 pub mod journal;
 mod metrics;
