@@ -96,7 +96,7 @@ struct State {
     by_request: HashMap<String, String>,
     queue: JobQueue,
     /// Partitions of running jobs offered to idle workers.
-    partitions: VecDeque<PartitionTask>,
+    partitions: VecDeque<Box<PartitionTask>>,
     /// Workers waiting for work.
     idle: usize,
     workers: Vec<Worker>,
@@ -122,7 +122,7 @@ struct Shared {
 }
 
 impl Helpers for Shared {
-    fn offer(&self, task: PartitionTask) -> Result<(), PartitionTask> {
+    fn offer(&self, task: Box<PartitionTask>) -> Result<(), Box<PartitionTask>> {
         let mut state = self.state();
         // Each offered partition is matched with a worker waiting now, which takes offered
         // partitions before jobs and before it leaves on shutdown: none is left behind.
@@ -689,7 +689,7 @@ fn new_job_id() -> String {
 /// What a worker takes next.
 enum Work {
     /// A partition another worker's job offered.
-    Partition(PartitionTask),
+    Partition(Box<PartitionTask>),
     /// The queue's next job.
     Job(String, Arc<JobRequest>, Arc<JobControl>, u64),
 }

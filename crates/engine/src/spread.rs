@@ -71,7 +71,7 @@ pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
 /// Where a job's worker offers partitions to the others.
 pub trait Helpers: std::fmt::Debug {
     /// Hands `task` to an idle worker, or gives it back when none is idle.
-    fn offer(&self, task: PartitionTask) -> Result<(), PartitionTask>;
+    fn offer(&self, task: Box<PartitionTask>) -> Result<(), Box<PartitionTask>>;
 
     /// Takes back the tasks of job `job` (its sequence number) that no worker has started;
     /// returns how many.
@@ -83,7 +83,7 @@ pub trait Helpers: std::fmt::Debug {
 pub struct Alone;
 
 impl Helpers for Alone {
-    fn offer(&self, task: PartitionTask) -> Result<(), PartitionTask> {
+    fn offer(&self, task: Box<PartitionTask>) -> Result<(), Box<PartitionTask>> {
         Err(task)
     }
 
@@ -157,7 +157,7 @@ impl<'a> Spreader<'a> {
 
     /// Proves `partition`: on an idle worker, or here when none is.
     pub(crate) fn prove(&mut self, partition: usize, assignment: ProvingAssignment) {
-        let task = PartitionTask {
+        let task = Box::new(PartitionTask {
             job_id: self.job_id.to_string(),
             kind: self.kind,
             ctx: self.ctx,
@@ -166,7 +166,7 @@ impl<'a> Spreader<'a> {
             assignment,
             control: Arc::clone(self.control),
             answer: self.answer.clone(),
-        };
+        });
         match self.helpers.offer(task) {
             Ok(()) => self.outstanding += 1,
             Err(task) => {
