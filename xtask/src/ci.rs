@@ -4,8 +4,8 @@
 //! generated with grpcio-tools, the golden proofs, then the GPU side without a GPU: the MSM
 //! kernels run on the host emulator, every kernel compiled with the pinned nvcc (installed from
 //! PyPI when none is found), the field arithmetic checked on the host, clippy over the crates
-//! built with their `cuda` feature (GPU code that does not compile fails CI too), and the GPU NTT
-//! and the GPU prover run on the kernel emulator against the CPU.
+//! built with their `cuda` feature (GPU code that does not compile fails CI too), and the GPU NTT,
+//! the GPU prover and the engine's GPU workers run on the kernel emulator.
 
 use anyhow::Context;
 use xshell::{cmd, Shell};
@@ -77,6 +77,19 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
         .flat_map(|p| ["-p".into(), p.to_string()])
         .collect();
     let _nvcc = sh.push_env("NVCC", &nvcc);
+    // The engine and daemon with their GPU workers: clippy over the `cuda` build, then the
+    // engine's GPU workers on two emulated devices, with an injected device failure. They
+    // depend on cuzk-filecoin, so they build in the default target folder, where the
+    // filecoin-proofs tree is already built (the cuda folder would build it a second time).
+    cmd!(sh, "cargo clippy -p cuzk-engine -p cuzk-daemon --features cuzk-engine/emu,cuzk-daemon/cuda --all-targets --locked -- -D warnings")
+        .run()
+        .context("clippy over the engine and daemon with the `cuda` feature")?;
+    cmd!(
+        sh,
+        "cargo test --locked -p cuzk-engine --features emu --test gpu_engine"
+    )
+    .run()
+    .context("the engine's GPU workers on the kernel emulator")?;
     let _target = sh.push_env("CARGO_TARGET_DIR", CUDA_TARGET_DIR);
     cmd!(sh, "cargo clippy {packages...} --no-default-features --features {CUDA_FEATURES} --all-targets --locked -- -D warnings")
         .run()

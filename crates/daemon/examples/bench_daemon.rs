@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use cuzk_daemon::proto;
 use cuzk_engine::params::{Circuit, ParamConfig, ParamManager};
-use cuzk_engine::run::{run_job, JobControl};
+use cuzk_engine::run::{run_job, JobControl, JobSite};
 use cuzk_engine::spool::SpoolData;
+use cuzk_engine::spread::Alone;
 use cuzk_engine::{CpuProofBackend, JobRequest};
 
 struct Args {
@@ -76,19 +77,17 @@ fn main() {
         vanilla_proof: request.vanilla_proof.clone(),
         vanilla_proofs: Vec::new(),
     };
-    let control = JobControl::default();
+    let control = std::sync::Arc::new(JobControl::default());
+    let site = JobSite {
+        job_id: "direct",
+        backend: &backend,
+        helpers: &Alone,
+        control: &control,
+        ctx: Default::default(),
+    };
     let direct_run = || {
         let start = Instant::now();
-        run_job(
-            &request,
-            &data,
-            &manager,
-            None,
-            &backend,
-            &control,
-            Default::default(),
-        )
-        .expect("direct proof");
+        run_job(&request, &data, &manager, None, site).expect("direct proof");
         start.elapsed()
     };
     direct_run();

@@ -68,13 +68,59 @@ pub struct MemorySection {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GpusSection {
-    /// GPU ordinals to use. This build has no GPU backend: it must be empty.
+    /// CUDA device ordinals to prove on; empty: the CPU. Needs a build with the `cuda` feature.
     pub devices: Vec<u32>,
-    /// Workers per GPU (for the interlock of the GPU backend).
+    /// Workers per GPU, sharing its resident parameters under the interlock policy.
     pub gpu_workers_per_device: Option<u32>,
+    /// How a GPU's workers take turns: `"budget"` (any whose memory fits), `"two"` (a staging
+    /// and a compute lock) or `"single"` (one at a time).
+    pub policy: Option<String>,
+    /// Prove a partition again on the CPU when its device fails, instead of failing the job.
+    pub cpu_fallback: Option<bool>,
     /// CPU workers when no GPU is used (each uses every core through rayon).
     pub cpu_workers: Option<u32>,
 }
+
+/// How the workers of one GPU take turns (cuzk-interlock's policies).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuPolicy {
+    /// `VramBudget`: any worker whose memory fits the device's.
+    Budget,
+    /// `TwoLock`: a staging lock and a compute lock.
+    Two,
+    /// `SingleLock`: one worker on the device at a time.
+    Single,
+}
+
+impl GpuPolicy {
+    /// Parses `budget`, `two`, `single`.
+    pub fn parse(text: &str) -> Result<Self, DaemonError> {
+        match text {
+            "budget" => Ok(Self::Budget),
+            "two" => Ok(Self::Two),
+            "single" => Ok(Self::Single),
+            other => Err(DaemonError::Config(format!(
+                "[gpus] policy = {other:?}: expected \"budget\", \"two\" or \"single\""
+            ))),
+        }
+    }
+}
+
+/// The GPU workers `[gpus]` asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuWorkers {
+    /// Device ordinals, each once.
+    pub devices: Vec<u32>,
+    /// Workers per device.
+    pub workers_per_device: u32,
+    /// How a device's workers take turns.
+    pub policy: GpuPolicy,
+    /// Retry a failed device's partition on the CPU.
+    pub cpu_fallback: bool,
+}
+
+/// Whether this build has the GPU backend (the `cuda` feature).
+pub const GPU_BUILT: bool = cfg!(feature = "cuda");
 
 /// `[scheduler]`.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -240,8 +286,10 @@ pub struct Resolved {
     pub spool_threshold: usize,
     /// The hot-tier budget in bytes.
     pub memory_budget: u64,
-    /// CPU workers.
+    /// CPU workers (when no GPU is used).
     pub cpu_workers: u32,
+    /// GPU workers, when `[gpus] devices` names any.
+    pub gpus: Option<GpuWorkers>,
     /// The queue's grouping window.
     pub group_window: u32,
     /// How long results are kept.
@@ -340,12 +388,7 @@ impl Config {
             None | Some("auto") => auto_budget(),
             Some(size) => parse_size(size)?,
         };
-        if !self.gpus.devices.is_empty() {
-            return Err(DaemonError::Config(format!(
-                "[gpus] devices = {:?}: this build has no GPU backend; leave it empty to prove on the CPU",
-                self.gpus.devices
-            )));
-        }
+        let gpus = self.gpus.resolve()?;
         let cpu_workers = self.gpus.cpu_workers.unwrap_or(1);
         if cpu_workers == 0 || cpu_workers > 256 {
             return Err(DaemonError::Config(format!(
@@ -381,6 +424,7 @@ impl Config {
             .unwrap_or(usize::MAX),
             memory_budget,
             cpu_workers,
+            gpus,
             group_window: self.scheduler.group_window.unwrap_or(4),
             retention: Duration::from_secs(
                 3600 * self.scheduler.result_retention_hours.unwrap_or(24),
@@ -393,6 +437,40 @@ impl Config {
             pce_dir,
             log_level: self.logging.level.clone().unwrap_or_else(|| "info".into()),
         })
+    }
+}
+
+impl GpusSection {
+    fn resolve(&self) -> Result<Option<GpuWorkers>, DaemonError> {
+        let policy = GpuPolicy::parse(self.policy.as_deref().unwrap_or("budget"))?;
+        let workers_per_device = self.gpu_workers_per_device.unwrap_or(2);
+        if workers_per_device == 0 || workers_per_device > 64 {
+            return Err(DaemonError::Config(format!(
+                "[gpus] gpu_workers_per_device = {workers_per_device}: expected 1..=64"
+            )));
+        }
+        if self.devices.is_empty() {
+            return Ok(None);
+        }
+        if !GPU_BUILT {
+            return Err(DaemonError::Config(format!(
+                "[gpus] devices = {:?}: this cuzk was built without the GPU backend (the `cuda` \
+                 feature); leave it empty to prove on the CPU",
+                self.devices
+            )));
+        }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(d) = self.devices.iter().find(|d| !seen.insert(**d)) {
+            return Err(DaemonError::Config(format!(
+                "[gpus] devices lists device {d} twice"
+            )));
+        }
+        Ok(Some(GpuWorkers {
+            devices: self.devices.clone(),
+            workers_per_device,
+            policy,
+            cpu_fallback: self.cpu_fallback.unwrap_or(false),
+        }))
     }
 }
 
@@ -441,7 +519,7 @@ mod tests {
     }
 
     #[test]
-    fn public_tcp_needs_a_token_and_gpus_need_a_backend() {
+    fn public_tcp_needs_a_token() {
         let c =
             Config::parse("[daemon]\nlisten = \"0.0.0.0:9000\"\ndata_dir = \"/tmp/x\"\n").unwrap();
         assert!(c
@@ -449,7 +527,38 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("auth_token_file"));
-        let c = Config::parse("[daemon]\ndata_dir = \"/tmp/x\"\n[gpus]\ndevices = [0]\n").unwrap();
-        assert!(c.resolve().unwrap_err().to_string().contains("GPU backend"));
+    }
+
+    fn gpus(section: &str) -> Result<Option<GpuWorkers>, DaemonError> {
+        let c = Config::parse(&format!(
+            "[daemon]\ndata_dir = \"/tmp/x\"\n[gpus]\n{section}"
+        ))?;
+        c.resolve().map(|r| r.gpus)
+    }
+
+    #[test]
+    fn gpus_select_workers_or_say_why_not() {
+        assert_eq!(gpus("").unwrap(), None);
+        let err = gpus("policy = \"fair\"").unwrap_err().to_string();
+        assert!(err.contains("policy") && err.contains("budget"), "{err}");
+        let err = gpus("gpu_workers_per_device = 0").unwrap_err().to_string();
+        assert!(err.contains("gpu_workers_per_device"), "{err}");
+        let chosen = gpus("devices = [0, 1]\npolicy = \"two\"\ncpu_fallback = true");
+        if GPU_BUILT {
+            assert_eq!(
+                chosen.unwrap(),
+                Some(GpuWorkers {
+                    devices: vec![0, 1],
+                    workers_per_device: 2,
+                    policy: GpuPolicy::Two,
+                    cpu_fallback: true,
+                })
+            );
+            let err = gpus("devices = [1, 1]").unwrap_err().to_string();
+            assert!(err.contains("twice"), "{err}");
+        } else {
+            let err = chosen.unwrap_err().to_string();
+            assert!(err.contains("without the GPU backend"), "{err}");
+        }
     }
 }

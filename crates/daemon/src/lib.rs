@@ -8,6 +8,8 @@
 //! - [`service`]: the gRPC methods over the engine.
 //! - [`guard`]: the token and the message-size limit (RESOURCE_EXHAUSTED).
 //! - [`http`]: `/metrics`, `/status`, `/`.
+//! - [`workers`]: the engine's workers from `[gpus]`: CPU, or GPU workers per device (feature
+//!   `cuda`).
 //! - [`client`], [`requests`]: connecting, and requests from `cuzk prove`'s job files.
 //!
 //! **Architecture Invariant:** only this crate (and the binary) reads configuration files or
@@ -22,6 +24,7 @@ pub mod http;
 pub mod requests;
 pub mod server;
 pub mod service;
+pub mod workers;
 
 pub use cuzk_engine as engine;
 // The crates a client (or a test) of the service needs, at the versions the service uses.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use cuzk_engine::telemetry::RecorderHandle;
-use cuzk_engine::{CpuProofBackend, Engine, EngineConfig, ParamConfig, ProofBackend};
+use cuzk_engine::{Engine, EngineConfig, ParamConfig};
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 
 use crate::config::{Listen, Resolved};
@@ -194,9 +194,7 @@ pub async fn run(
         spool_threshold: config.spool_threshold,
         pce_dir: config.pce_dir.clone(),
     };
-    let backends: Vec<Arc<dyn ProofBackend>> = (0..config.cpu_workers)
-        .map(|_| Arc::new(CpuProofBackend::new(config.check_satisfied)) as Arc<dyn ProofBackend>)
-        .collect();
+    let backends = crate::workers::backends(&config)?;
     let preload = config.preload.clone();
     let engine = tokio::task::spawn_blocking(move || -> Result<Engine, DaemonError> {
         let engine = Engine::start(engine_config, backends, telemetry)?;

@@ -116,7 +116,9 @@ impl ProvingEngine for Service {
         Ok(Response::new(proto::SubmitProofResponse {
             job_id: s.job_id,
             queue_position: s.queue_position,
-            assigned_gpu: String::new(),
+            // The device running the job, when an earlier submission of the same request id
+            // runs already; a new job has none until a worker takes it.
+            assigned_gpu: s.device.unwrap_or_default(),
         }))
     }
 

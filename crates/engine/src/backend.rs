@@ -1,16 +1,22 @@
 //! The backends workers prove on. A worker holds one [`ProofBackend`] and hands it one
-//! partition at a time; the CPU backend wraps cuzk-pipeline's prover, and a GPU backend plugs
-//! in behind the same trait (one worker per device and worker slot) without the engine
-//! changing.
+//! partition at a time; the CPU backend wraps cuzk-pipeline's prover, and the GPU backend
+//! ([`crate::gpu`], feature `cuda`) plugs in behind the same trait, one worker per device and
+//! worker slot, without the engine changing.
+//!
+//! Parameters reach a backend as the parameter manager's `Arc`, so a backend that keeps them
+//! elsewhere (a GPU's memory) can key what it keeps by that `Arc` and hold it; the manager
+//! calls [`ProofBackend::release`] when it drops them from its hot tier.
 
 use std::fmt::Debug;
+use std::sync::Arc;
 
 use blstrs::Scalar;
 use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
-use cuzk_pipeline::{CpuBackend, JobContext, PartitionTiming, Prover, ProverConfig};
+use cuzk_pipeline::{CpuBackend, JobContext, PartitionTiming, PipelineError, Prover, ProverConfig};
 use ff::Field;
 
-/// An error from a backend, kept with its source.
+/// An error from a backend, kept with its source (a [`PipelineError`] for the backends here:
+/// [`PipelineError::Device`] names a failed device).
 pub type BackendError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Something that proves one partition: the engine's only view of a device.
@@ -18,15 +24,27 @@ pub trait ProofBackend: Send + Sync + Debug {
     /// The device's name in spans, status and metrics (`cpu`, `gpu0`, ...).
     fn device(&self) -> String;
 
-    /// Proves partition `partition` of job `ctx.job` against `params`, with fresh random `r`
-    /// and `s`, returning the proof and its stage timings.
+    /// Proves partition `partition` of job `ctx.job` against `params` (the manager's hot
+    /// copy), with fresh random `r` and `s`, returning the proof and its stage timings.
     fn prove_partition(
         &self,
-        params: &Parameters,
+        params: &Arc<Parameters>,
         assignment: ProvingAssignment,
         ctx: JobContext,
         partition: usize,
     ) -> Result<(Proof, PartitionTiming), BackendError>;
+
+    /// The parameter manager dropped `params` from its hot tier: let go of anything kept for
+    /// them (a device's resident copy). The default keeps nothing.
+    fn release(&self, params: &Arc<Parameters>) {
+        let _ = params;
+    }
+}
+
+/// Fresh random `r` and `s` for one partition.
+pub(crate) fn random_rs() -> (Scalar, Scalar) {
+    let mut rng = rand::thread_rng();
+    (Scalar::random(&mut rng), Scalar::random(&mut rng))
 }
 
 /// cuzk-pipeline's prover on the CPU.
@@ -51,15 +69,31 @@ impl ProofBackend for CpuProofBackend {
 
     fn prove_partition(
         &self,
-        params: &Parameters,
+        params: &Arc<Parameters>,
         assignment: ProvingAssignment,
         ctx: JobContext,
         partition: usize,
     ) -> Result<(Proof, PartitionTiming), BackendError> {
-        let mut rng = rand::thread_rng();
-        let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+        let (r, s) = random_rs();
         Ok(self
             .prover
             .prove(params, assignment, r, s, ctx, partition)?)
+    }
+}
+
+/// The engine's error for a backend's: a failed device keeps its name
+/// ([`crate::EngineError::Device`]), anything else is [`crate::EngineError::Backend`].
+pub(crate) fn engine_error(e: BackendError) -> crate::EngineError {
+    match e.downcast::<PipelineError>() {
+        Ok(p) => match *p {
+            PipelineError::Device { device, source } => {
+                crate::EngineError::Device { device, source }
+            }
+            other => crate::EngineError::Backend(Box::new(other)),
+        },
+        Err(other) => match other.downcast::<crate::EngineError>() {
+            Ok(engine) => *engine,
+            Err(other) => crate::EngineError::Backend(other),
+        },
     }
 }

@@ -1,12 +1,13 @@
 //! The engine: jobs in memory and in the journal, the queue, the workers, and the answers to
 //! submit, await, cancel, status and metrics.
 //!
-//! One mutex guards the in-memory state (jobs, queue, workers, counters); the journal has its
-//! own, and a third serialises submissions so a request id is journaled once. Workers wait on
-//! one condition variable for work, awaiters on another for jobs ending. Nothing blocks while
-//! holding the state lock except short journal writes.
+//! One mutex guards the in-memory state (jobs, queue, partitions offered by running jobs,
+//! workers, counters); the journal has its own, and a third serialises submissions so a
+//! request id is journaled once. Workers wait on one condition variable for work (an offered
+//! partition first, then the queue's next job), awaiters on another for jobs ending. Nothing
+//! blocks while holding the state lock except short journal writes.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Write;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
@@ -24,8 +25,9 @@ use crate::journal::{now_ms, Journal};
 use crate::metrics::Metrics;
 use crate::params::{ParamConfig, ParamManager, ParamStatus};
 use crate::queue::{JobQueue, Queued};
-use crate::run::{circuit_of, run_job, JobControl};
+use crate::run::{circuit_of, run_job, JobControl, JobSite};
 use crate::spool::{Spool, SpoolData};
+use crate::spread::{panic_text, Helpers, PartitionTask};
 use crate::{error_chain, EngineError};
 
 /// What the engine needs to run.
@@ -93,6 +95,10 @@ struct State {
     jobs: HashMap<String, Job>,
     by_request: HashMap<String, String>,
     queue: JobQueue,
+    /// Partitions of running jobs offered to idle workers.
+    partitions: VecDeque<Box<PartitionTask>>,
+    /// Workers waiting for work.
+    idle: usize,
     workers: Vec<Worker>,
     stopping: bool,
     metrics: Metrics,
@@ -113,6 +119,28 @@ struct Shared {
     submit: Mutex<()>,
     started: Instant,
     telemetry: Option<RecorderHandle>,
+}
+
+impl Helpers for Shared {
+    fn offer(&self, task: Box<PartitionTask>) -> Result<(), Box<PartitionTask>> {
+        let mut state = self.state();
+        // Each offered partition is matched with a worker waiting now, which takes offered
+        // partitions before jobs and before it leaves on shutdown: none is left behind.
+        if state.stopping || state.idle <= state.partitions.len() {
+            return Err(task);
+        }
+        state.partitions.push_back(task);
+        drop(state);
+        self.work.notify_all();
+        Ok(())
+    }
+
+    fn withdraw(&self, job: u64) -> usize {
+        let mut state = self.state();
+        let before = state.partitions.len();
+        state.partitions.retain(|t| t.ctx.job != job);
+        before - state.partitions.len()
+    }
 }
 
 impl Shared {
@@ -273,8 +301,10 @@ impl Engine {
                 busy_since: None,
             })
             .collect();
+        let params = ParamManager::new(config.params.clone());
+        params.on_release(&backends);
         let shared = Arc::new(Shared {
-            params: ParamManager::new(config.params.clone()),
+            params,
             pce: config.pce_dir.clone().map(crate::run::PceStore::new),
             config,
             journal: Mutex::new(journal),
@@ -322,10 +352,16 @@ impl Engine {
             }
             if !request.request_id.is_empty() {
                 if let Some(id) = state.by_request.get(&request.request_id) {
+                    let device = state
+                        .workers
+                        .iter()
+                        .find(|w| w.current.as_ref().is_some_and(|(j, _)| j == id))
+                        .map(|w| w.device.clone());
                     return Ok(Submitted {
                         job_id: id.clone(),
                         queue_position: state.queue.position(id).unwrap_or(0),
                         existing: true,
+                        device,
                     });
                 }
             }
@@ -395,6 +431,7 @@ impl Engine {
             job_id,
             queue_position,
             existing: false,
+            device: None,
         })
     }
 
@@ -649,44 +686,80 @@ fn new_job_id() -> String {
     format!("job-{}", hex::encode(bytes))
 }
 
+/// What a worker takes next.
+enum Work {
+    /// A partition another worker's job offered.
+    Partition(Box<PartitionTask>),
+    /// The queue's next job.
+    Job(String, Arc<JobRequest>, Arc<JobControl>, u64),
+}
+
+/// The next work for worker `index`: an offered partition first, then the queue's next job;
+/// `None` when the engine stops.
+fn next_work(shared: &Shared, index: usize) -> Option<Work> {
+    let mut state = shared.state();
+    loop {
+        if let Some(task) = state.partitions.pop_front() {
+            let w = &mut state.workers[index];
+            w.current = Some((task.job_id.clone(), task.kind));
+            w.busy_since = Some(Instant::now());
+            return Some(Work::Partition(task));
+        }
+        if state.stopping {
+            return None;
+        }
+        let window = shared.config.group_window;
+        let params = &shared.params;
+        if let Some(next) = state.queue.pop(window, |c| params.is_hot(c)) {
+            let device = state.workers[index].device.clone();
+            let job = state.jobs.get_mut(&next.job_id).expect("queued jobs exist");
+            job.state = JobState::Running;
+            job.attempts += 1;
+            if let Some(span) = job.queue_span.take() {
+                span.record("worker", index as u64);
+                span.record("device", device.as_str());
+            }
+            job.control = Arc::default();
+            let (request, control, submitted_ms) = (
+                Arc::clone(&job.request),
+                Arc::clone(&job.control),
+                job.submitted_ms,
+            );
+            let w = &mut state.workers[index];
+            w.current = Some((next.job_id.clone(), request.kind));
+            w.busy_since = Some(Instant::now());
+            return Some(Work::Job(next.job_id, request, control, submitted_ms));
+        }
+        state.idle += 1;
+        state = shared
+            .work
+            .wait_timeout(state, Duration::from_secs(5))
+            .unwrap_or_else(PoisonError::into_inner)
+            .0;
+        state.idle -= 1;
+    }
+}
+
+/// Marks worker `index` idle again, adding the time since it took its work to its busy time.
+fn worker_done(state: &mut State, index: usize) {
+    let w = &mut state.workers[index];
+    w.current = None;
+    if let Some(since) = w.busy_since.take() {
+        w.busy += since.elapsed();
+    }
+}
+
 fn worker_loop(shared: &Shared, index: usize, backend: &dyn ProofBackend) {
     loop {
-        let (job_id, request, control, submitted_ms) = {
-            let mut state = shared.state();
-            loop {
-                if state.stopping {
-                    return;
-                }
-                let window = shared.config.group_window;
-                let params = &shared.params;
-                if let Some(next) = state.queue.pop(window, |c| params.is_hot(c)) {
-                    break {
-                        let device = state.workers[index].device.clone();
-                        let job = state.jobs.get_mut(&next.job_id).expect("queued jobs exist");
-                        job.state = JobState::Running;
-                        job.attempts += 1;
-                        if let Some(span) = job.queue_span.take() {
-                            span.record("worker", index as u64);
-                            span.record("device", device.as_str());
-                        }
-                        job.control = Arc::default();
-                        let out = (
-                            next.job_id.clone(),
-                            Arc::clone(&job.request),
-                            Arc::clone(&job.control),
-                            job.submitted_ms,
-                        );
-                        let w = &mut state.workers[index];
-                        w.current = Some((next.job_id, out.1.kind));
-                        w.busy_since = Some(Instant::now());
-                        out
-                    };
-                }
-                state = shared
-                    .work
-                    .wait_timeout(state, Duration::from_secs(5))
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .0;
+        let (job_id, request, control, submitted_ms) = match next_work(shared, index) {
+            None => return,
+            Some(Work::Partition(task)) => {
+                task.run(backend, index as u64);
+                worker_done(&mut shared.state(), index);
+                continue;
+            }
+            Some(Work::Job(job_id, request, control, submitted_ms)) => {
+                (job_id, request, control, submitted_ms)
             }
         };
         let started_ms = now_ms();
@@ -703,25 +776,17 @@ fn worker_loop(shared: &Shared, index: usize, backend: &dyn ProofBackend) {
             worker: index as u64,
         };
         let result = read_inputs(shared, &job_id).and_then(|data| {
+            let site = JobSite {
+                job_id: &job_id,
+                backend,
+                helpers: shared,
+                control: &control,
+                ctx,
+            };
             std::panic::catch_unwind(AssertUnwindSafe(|| {
-                run_job(
-                    &request,
-                    &data,
-                    &shared.params,
-                    shared.pce.as_ref(),
-                    backend,
-                    &control,
-                    ctx,
-                )
+                run_job(&request, &data, &shared.params, shared.pce.as_ref(), site)
             }))
-            .unwrap_or_else(|panic| {
-                let text = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "(no message)".into());
-                Err(EngineError::Panic(text))
-            })
+            .unwrap_or_else(|panic| Err(EngineError::Panic(panic_text(panic.as_ref()))))
         });
         finish(
             shared,
@@ -818,11 +883,7 @@ fn finish(
         };
         state.metrics.record(request.kind, ok, &timings);
     }
-    let w = &mut state.workers[index];
-    w.current = None;
-    if let Some(since) = w.busy_since.take() {
-        w.busy += since.elapsed();
-    }
+    worker_done(&mut state, index);
     state.jobs_since_trace_clear += 1;
     if state.jobs_since_trace_clear >= 256 {
         // The timeline keeps the recent proofs only: the status page's waterfall.

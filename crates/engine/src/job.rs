@@ -279,4 +279,6 @@ pub struct Submitted {
     pub queue_position: u32,
     /// Whether the request id named an existing job (nothing new was queued).
     pub existing: bool,
+    /// The device of the worker running it, when it runs already (an existing job).
+    pub device: Option<String>,
 }

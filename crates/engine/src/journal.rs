@@ -165,20 +165,6 @@ impl Journal {
             .map_err(sql_err)
     }
 
-    /// Runs `f` with commits synced to the OS but not to the disk (SQLite's synchronous
-    /// NORMAL in WAL mode): such a commit survives the process being killed, not a power
-    /// loss. For state changes whose loss only makes a job run again.
-    fn relaxed<T>(&self, f: impl FnOnce() -> Result<T, EngineError>) -> Result<T, EngineError> {
-        self.conn
-            .execute_batch("PRAGMA synchronous=NORMAL")
-            .map_err(sql_err)?;
-        let out = f();
-        self.conn
-            .execute_batch("PRAGMA synchronous=FULL")
-            .map_err(sql_err)?;
-        out
-    }
-
     /// The job journaled under `request_id`, if any.
     pub fn find_request(&self, request_id: &str) -> Result<Option<String>, EngineError> {
         self.conn
@@ -191,19 +177,18 @@ impl Journal {
             .map_err(sql_err)
     }
 
-    /// Marks a job running (one more attempt), started at `started_ms`. Survives a crash of
-    /// the process; after a power loss the job is pending again, which only runs it again.
+    /// Marks a job running (one more attempt), started at `started_ms`, durably (synced to
+    /// disk, like every commit of the journal): the attempt count that stops a poison input
+    /// from crash-looping the service survives a power loss too.
     pub fn mark_running(&self, job_id: &str, started_ms: u64) -> Result<(), EngineError> {
-        self.relaxed(|| {
-            self.conn
-                .execute(
-                    "UPDATE jobs SET state = 'running', attempts = attempts + 1, started_ms = ?2
-                     WHERE job_id = ?1",
-                    params![job_id, started_ms as i64],
-                )
-                .map_err(sql_err)?;
-            Ok(())
-        })
+        self.conn
+            .execute(
+                "UPDATE jobs SET state = 'running', attempts = attempts + 1, started_ms = ?2
+                 WHERE job_id = ?1",
+                params![job_id, started_ms as i64],
+            )
+            .map_err(sql_err)?;
+        Ok(())
     }
 
     /// Puts a job back to pending (interrupted by a shutdown; it runs again on restart).
@@ -218,8 +203,8 @@ impl Journal {
     }
 
     /// Records a job's end at `finished_ms`: its state, proof or error, and timings, and drops
-    /// its inline inputs. Survives a crash of the process; after a power loss the job may run
-    /// again.
+    /// its inline inputs, durably (synced to disk): an answered job never runs again, even
+    /// after a power loss. One sync per job, small beside a proof.
     pub fn finish(
         &self,
         job_id: &str,
@@ -229,7 +214,7 @@ impl Journal {
         t: &JobTimings,
         finished_ms: u64,
     ) -> Result<(), EngineError> {
-        self.relaxed(|| self.finish_row(job_id, state, proof, error, t, finished_ms))
+        self.finish_row(job_id, state, proof, error, t, finished_ms)
     }
 
     fn finish_row(

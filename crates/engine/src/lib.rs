@@ -10,7 +10,9 @@
 //! - [`params`]: the parameter manager (hot, warm, cold tiers, a memory budget, LRU that never
 //!   evicts parameters in use).
 //! - [`run`]: one job on one backend, every kind: Filecoin's (through cuzk-filecoin) and the
-//!   built-in [`synthetic`] circuit.
+//!   built-in [`synthetic`] circuit, whose partitions idle workers (of any device) help prove.
+//! - [`backend`]: the CPU backend, and with the `cuda` feature [`gpu`]: workers on CUDA devices
+//!   with the parameters resident in device memory.
 //!
 //! **Architecture Invariant:** the engine reads no configuration file or environment
 //! variable; everything comes in through [`EngineConfig`].
@@ -19,6 +21,8 @@
 
 pub mod backend;
 mod engine;
+#[cfg(feature = "cuda")]
+pub mod gpu;
 pub mod job;
 pub mod journal;
 mod metrics;
@@ -26,6 +30,7 @@ pub mod params;
 pub mod queue;
 pub mod run;
 pub mod spool;
+pub mod spread;
 pub mod synthetic;
 
 use std::path::PathBuf;
@@ -33,7 +38,7 @@ use std::path::PathBuf;
 /// cuzk-telemetry, re-exported so the daemon records the engine's spans without naming it.
 pub use cuzk_telemetry as telemetry;
 
-pub use backend::{CpuProofBackend, ProofBackend};
+pub use backend::{BackendError, CpuProofBackend, ProofBackend};
 pub use engine::{Engine, EngineConfig, EngineStatus, KindQueue, WorkerStatus};
 pub use job::{JobOutcome, JobRequest, JobState, JobTimings, Priority, ProofKind, Submitted};
 pub use params::{Circuit, ParamConfig, ParamManager, ParamStatus, Tier};
@@ -93,6 +98,16 @@ pub enum EngineError {
     /// Groth16 failed (synthesis, parameters).
     #[error(transparent)]
     Groth16(#[from] cuzk_groth16::Groth16Error),
+    /// A device failed while proving (out of memory, a kernel fault, a lost device): the job's
+    /// input was fine; the device's other work and later jobs go on.
+    #[error("device {device} failed: {source}")]
+    Device {
+        /// The backend's name of the device (`gpu0`).
+        device: String,
+        /// What failed.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The backend failed.
     #[error("backend: {0}")]
     Backend(#[source] Box<dyn std::error::Error + Send + Sync>),

@@ -13,6 +13,10 @@
 //! demoted to warm; parameters in use are never demoted, even over budget. Filecoin files are
 //! read from the configured parameter cache under filecoin-proofs' names; test sector sizes
 //! (2 KiB, 8 MiB) and synthetic circuits are generated there on first use when allowed.
+//!
+//! Backends that keep copies of hot parameters elsewhere (a GPU's memory) key them by the hot
+//! tier's `Arc` and are told when it leaves the hot tier ([`ParamManager::on_release`]), so a
+//! device never holds parameters the manager has dropped.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -23,6 +27,7 @@ use cuzk_filecoin::post::PostKind;
 use cuzk_filecoin::{ParamFiles, RegisteredSealProof};
 use cuzk_groth16::{Check, MappedParameters, Parameters};
 
+use crate::backend::ProofBackend;
 use crate::job::ProofKind;
 use crate::synthetic::SyntheticInput;
 use crate::EngineError;
@@ -279,6 +284,8 @@ struct Inner {
     /// Serialises loads, so two jobs of a cold circuit load it once.
     loading: Mutex<()>,
     clock: std::sync::atomic::AtomicU64,
+    /// Told when parameters leave the hot tier.
+    released: Mutex<Vec<Arc<dyn ProofBackend>>>,
 }
 
 impl Inner {
@@ -337,7 +344,36 @@ impl ParamManager {
                 slots: Mutex::new(HashMap::new()),
                 loading: Mutex::new(()),
                 clock: std::sync::atomic::AtomicU64::new(1),
+                released: Mutex::new(Vec::new()),
             }),
+        }
+    }
+
+    /// Tells `backends` (with [`ProofBackend::release`]) whenever parameters leave the hot
+    /// tier, demoted by the budget or evicted.
+    pub fn on_release(&self, backends: &[Arc<dyn ProofBackend>]) {
+        self.inner
+            .released
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(backends.iter().cloned());
+    }
+
+    /// Tells the backends that `dropped` left the hot tier (called without the slots' lock).
+    fn released(&self, dropped: Vec<Arc<Parameters>>) {
+        if dropped.is_empty() {
+            return;
+        }
+        let backends = self
+            .inner
+            .released
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        for params in &dropped {
+            for b in &backends {
+                b.release(params);
+            }
         }
     }
 
@@ -467,8 +503,14 @@ impl ParamManager {
     /// Demotes least recently used, unleased hot parameters (never `keep`) to warm until the
     /// hot tier fits the budget, or nothing more can go.
     fn enforce_budget(&self, keep: &str) {
+        let dropped = self.demote_over_budget(keep);
+        self.released(dropped);
+    }
+
+    fn demote_over_budget(&self, keep: &str) -> Vec<Arc<Parameters>> {
         let budget = self.inner.config.budget_bytes;
         let mut slots = self.inner.slots();
+        let mut dropped = Vec::new();
         loop {
             let hot: u64 = slots
                 .values()
@@ -476,7 +518,7 @@ impl ParamManager {
                 .map(|s| s.hot_bytes)
                 .sum();
             if hot <= budget {
-                return;
+                return dropped;
             }
             let victim = slots
                 .iter()
@@ -489,10 +531,10 @@ impl ParamManager {
                     budget,
                     "hot parameters exceed the budget; all are in use"
                 );
-                return;
+                return dropped;
             };
             let slot = slots.get_mut(&victim).expect("found above");
-            slot.hot = None;
+            dropped.extend(slot.hot.take());
             tracing::info!(circuit = %victim, bytes = slot.hot_bytes, "parameters demoted to warm (budget)");
             slot.hot_bytes = 0;
         }
@@ -520,9 +562,11 @@ impl ParamManager {
         }
         let was_hot = slot.hot.is_some();
         let freed = if was_hot { slot.hot_bytes } else { 0 };
-        slot.hot = None;
+        let dropped: Vec<_> = slot.hot.take().into_iter().collect();
         slot.hot_bytes = 0;
         slot.mapped = None;
+        drop(slots);
+        self.released(dropped);
         Ok((was_hot, freed))
     }
 

@@ -1,6 +1,11 @@
 //! Running one job on a backend: its inputs checked and decoded per kind, its circuit's
 //! parameters leased from the manager, each partition proven by the backend and verified, and
 //! a cancel or shutdown honoured at the next partition boundary.
+//!
+//! The synthetic kind's partitions are spread over idle workers ([`crate::spread`]): the job's
+//! worker synthesises the next partition while other devices prove the ones before. The
+//! Filecoin kinds go through cuzk-filecoin's partition loop, which proves each partition before
+//! synthesising the next, so they prove on the job's worker alone.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -14,10 +19,11 @@ use cuzk_filecoin::{
 use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
 use cuzk_pipeline::JobContext;
 
-use crate::backend::ProofBackend;
+use crate::backend::{engine_error, ProofBackend};
 use crate::job::{JobRequest, ProofKind};
 use crate::params::{Circuit, ParamLease, ParamManager};
 use crate::spool::SpoolData;
+use crate::spread::{Helpers, Spreader};
 use crate::synthetic::SyntheticInput;
 use crate::EngineError;
 
@@ -87,7 +93,7 @@ pub struct JobControl {
 }
 
 impl JobControl {
-    fn check(&self) -> Result<(), EngineError> {
+    pub(crate) fn check(&self) -> Result<(), EngineError> {
         if self.cancel.load(Ordering::SeqCst) {
             Err(EngineError::Cancelled)
         } else if self.interrupt.load(Ordering::SeqCst) {
@@ -221,9 +227,20 @@ impl PartitionProver for EngineProver<'_> {
         partition: usize,
     ) -> Result<Proof, Box<dyn std::error::Error + Send + Sync>> {
         self.control.check()?;
+        // The backend takes the manager's `Arc` (a device keeps resident copies keyed by it):
+        // the parameters cuzk-filecoin hands back are the ones `parameters` leased.
+        let leased = self
+            .lease
+            .as_ref()
+            .map(ParamLease::params)
+            .filter(|p| std::ptr::eq(Arc::<Parameters>::as_ptr(p), params))
+            .ok_or_else(|| {
+                EngineError::Backend("the parameters to prove with are not the leased ones".into())
+            })?;
         let (proof, _timing) = self
             .backend
-            .prove_partition(params, assignment, self.ctx, partition)?;
+            .prove_partition(leased, assignment, self.ctx, partition)
+            .map_err(engine_error)?;
         Ok(proof)
     }
 }
@@ -232,28 +249,44 @@ impl PartitionProver for EngineProver<'_> {
 /// parameter problem), so the job's end state is right.
 fn unwrap_filecoin(e: FilecoinError) -> EngineError {
     match e {
-        FilecoinError::Prover(inner) => match inner.downcast::<EngineError>() {
-            Ok(engine) => *engine,
-            Err(other) => EngineError::Backend(other),
-        },
+        FilecoinError::Prover(inner) => engine_error(inner),
         other => EngineError::Filecoin(other),
     }
 }
 
+/// Where a job runs: its worker's backend, the other workers that may help with its
+/// partitions, its control flags and its telemetry context.
+#[derive(Clone, Copy, Debug)]
+pub struct JobSite<'a> {
+    /// The job's id.
+    pub job_id: &'a str,
+    /// The worker's backend.
+    pub backend: &'a dyn ProofBackend,
+    /// Idle workers that take partitions ([`crate::spread::Alone`]: none).
+    pub helpers: &'a dyn Helpers,
+    /// Cancel and shutdown flags.
+    pub control: &'a Arc<JobControl>,
+    /// The job and worker, for spans.
+    pub ctx: JobContext,
+}
+
 /// Runs one job to its proof.
-#[allow(clippy::too_many_arguments)]
 pub fn run_job(
     r: &JobRequest,
     data: &SpoolData,
     params: &ParamManager,
     pce: Option<&PceStore>,
-    backend: &dyn ProofBackend,
-    control: &JobControl,
-    ctx: JobContext,
+    site: JobSite<'_>,
 ) -> Result<RunResult, EngineError> {
+    let JobSite {
+        backend,
+        control,
+        ctx,
+        ..
+    } = site;
     control.check()?;
     if r.kind == ProofKind::Synthetic {
-        return run_synthetic(data, params, pce, backend, control, ctx);
+        return run_synthetic(data, params, pce, site);
     }
     let mut prover = EngineProver {
         kind: r.kind,
@@ -327,9 +360,7 @@ fn run_synthetic(
     data: &SpoolData,
     params: &ParamManager,
     pce: Option<&PceStore>,
-    backend: &dyn ProofBackend,
-    control: &JobControl,
-    ctx: JobContext,
+    site: JobSite<'_>,
 ) -> Result<RunResult, EngineError> {
     let input = SyntheticInput::parse(&data.vanilla_proof)?;
     let (lease, param_load) = params.acquire(Circuit::Synthetic(input.log_size))?;
@@ -339,33 +370,54 @@ fn run_synthetic(
         param_load,
         ..Default::default()
     };
+    let start = Instant::now();
+    let mut spread = Spreader::new(
+        site.helpers,
+        site.backend,
+        site.control,
+        site.job_id,
+        ProofKind::Synthetic,
+        site.ctx,
+        Arc::clone(p),
+        input.partitions as usize,
+    );
     for k in 0..input.partitions {
-        control.check()?;
+        if spread.stopped() {
+            break;
+        }
         let part = input.partition(k);
-        let start = Instant::now();
+        let synthesis = Instant::now();
         let assignment = match pce {
             Some(store) => {
                 let key = format!("cuzk-synthetic-{}", input.log_size);
-                let pc = store.get(&key, &mut || {
-                    cuzk_pce::record(part.circuit()).map_err(pce_error)
-                })?;
-                pc.synthesize(part.circuit()).map_err(pce_error)?
+                store
+                    .get(&key, &mut || {
+                        cuzk_pce::record(part.circuit()).map_err(pce_error)
+                    })
+                    .and_then(|pc| pc.synthesize(part.circuit()).map_err(pce_error))
             }
             None => cuzk_groth16::synthesize_with_capacity(
                 part.circuit(),
                 cuzk_groth16::Capacity::of(p),
-            )?,
+            )
+            .map_err(EngineError::from),
         };
-        out.synthesis += start.elapsed();
-        let start = Instant::now();
-        let (proof, _) = backend
-            .prove_partition(p, assignment, ctx, k as usize)
-            .map_err(EngineError::Backend)?;
-        out.proving += start.elapsed();
-        if !cuzk_groth16::verify_proof(&pvk, &proof, &part.public_inputs())? {
+        out.synthesis += synthesis.elapsed();
+        match assignment {
+            Ok(a) => spread.prove(k as usize, a),
+            Err(e) => spread.fail(k as usize, e),
+        }
+    }
+    let proofs = spread.finish()?;
+    // Partitions prove while the next ones are synthesised: proving is the rest of the time.
+    out.proving = start.elapsed().saturating_sub(out.synthesis);
+    for (k, proof) in proofs.iter().enumerate() {
+        let part = input.partition(k as u32);
+        if !cuzk_groth16::verify_proof(&pvk, proof, &part.public_inputs())? {
             return Err(EngineError::ProofInvalid);
         }
         out.proof.extend_from_slice(&proof.to_bytes());
     }
+    drop(lease);
     Ok(out)
 }

@@ -13,6 +13,10 @@ use cuzk_engine::{
 };
 
 fn engine(dir: &Path) -> Engine {
+    engine_with(dir, 1)
+}
+
+fn engine_with(dir: &Path, workers: usize) -> Engine {
     let config = EngineConfig {
         data_dir: dir.join("data"),
         params: ParamConfig {
@@ -27,7 +31,9 @@ fn engine(dir: &Path) -> Engine {
         spool_threshold: 64 << 10,
         pce_dir: None,
     };
-    let backends: Vec<Arc<dyn ProofBackend>> = vec![Arc::new(CpuProofBackend::new(true))];
+    let backends: Vec<Arc<dyn ProofBackend>> = (0..workers)
+        .map(|_| Arc::new(CpuProofBackend::new(true)) as Arc<dyn ProofBackend>)
+        .collect();
     Engine::start(config, backends, None).unwrap()
 }
 
@@ -125,5 +131,25 @@ fn jobs_prove_cancel_and_survive_a_restart() {
         e.await_job("job-none", None),
         Err(EngineError::UnknownJob(_))
     ));
+    e.shutdown(Duration::from_secs(5));
+}
+
+/// With idle workers, a job's partitions spread over them: the proofs still come back in
+/// partition order (each verified against its own partition's inputs), and a cancel stops a
+/// spread job at its next partition boundary with no partition left behind.
+#[test]
+fn partitions_spread_over_idle_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine_with(dir.path(), 3);
+    let id = e.submit(synthetic(8, 11, 6)).unwrap().job_id;
+    let out = e.await_job(&id, WAIT).unwrap();
+    assert_eq!(out.state, JobState::Completed, "{}", out.error);
+    assert_eq!(out.proof.len(), 6 * 192);
+    let long = e.submit(synthetic(8, 12, 200)).unwrap().job_id;
+    until_running(&e);
+    assert!(e.cancel(&long).unwrap());
+    assert_eq!(e.await_job(&long, WAIT).unwrap().state, JobState::Cancelled);
+    let out = e.await_job(&e.submit(synthetic(8, 13, 2)).unwrap().job_id, WAIT);
+    assert_eq!(out.unwrap().state, JobState::Completed);
     e.shutdown(Duration::from_secs(5));
 }

@@ -4,14 +4,19 @@
 //! GPU code path above this crate (the MSM, the NTT, the GPU prover) runs, slowly, on a machine
 //! without a GPU, and CI checks its results against the CPU's.
 //!
-//! One emulated device (ordinal 0, [`EMULATED_NAME`]) with one stream order: every operation
-//! runs when it is issued, in issue order, so events are complete when recorded. Ordering bugs
+//! One emulated device by default (ordinal 0, [`EMULATED_NAME`]; [`set_device_count`] makes
+//! more, for tests of several devices), each with one stream order: every operation runs when
+//! it is issued, in issue order, so events are complete when recorded. Ordering bugs
 //! between streams therefore do not show here; cuzk-msm's own emulated executor, which runs work
 //! as late as a device may, is where those are caught. Fresh allocations are filled with a
 //! poison pattern, as the device leaves them uninitialised, and so is every range a
 //! [`SharedRegion`] lends (an arena's buffer holds whatever its last user left). A region itself
 //! is zeroed host memory the operating system maps only where it is written, so an arena the
 //! size of a device's working memory costs only what the tests touch.
+//!
+//! Tests make a device fail on purpose with [`fail_next`]: the next allocation or kernel launch
+//! on that device returns the driver's error, as a device out of memory or a faulting kernel
+//! would.
 //!
 //! With `emu` on, this module replaces the CUDA driver layer even when `cuda` is on too: a
 //! build meant for a GPU must not turn `emu` on.
@@ -23,7 +28,8 @@ use std::ffi::{c_char, c_void, CString};
 use std::marker::PhantomData;
 use std::mem::{align_of, size_of};
 use std::ops::{Deref, Range};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use crate::args::{KernelArgs, LaunchConfig};
@@ -38,6 +44,49 @@ const EMULATED_MEMORY: usize = 16 << 30;
 
 /// The byte fresh allocations are filled with.
 const POISON: u8 = 0xa5;
+
+/// How many devices the emulator has.
+static DEVICES: AtomicUsize = AtomicUsize::new(1);
+
+/// Failures to inject: (device ordinal, what fails next).
+static FAULTS: Mutex<Vec<(usize, Fault)>> = Mutex::new(Vec::new());
+
+/// Makes the emulator report `count` devices (at least one), ordinals `0..count`, each with
+/// its own memory; for tests of several devices. Applies to devices opened afterwards.
+pub fn set_device_count(count: usize) {
+    DEVICES.store(count.max(1), Ordering::SeqCst);
+}
+
+/// A driver failure [`fail_next`] injects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The next allocation fails with `CUDA_ERROR_OUT_OF_MEMORY`.
+    Alloc,
+    /// The next kernel launch fails with `CUDA_ERROR_LAUNCH_FAILED` (a kernel fault).
+    Launch,
+}
+
+/// Makes the next `fault` (allocation or kernel launch) on device `ordinal` fail, once.
+pub fn fail_next(ordinal: usize, fault: Fault) {
+    FAULTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push((ordinal, fault));
+}
+
+/// Whether an injected `fault` is due on device `ordinal` (consumes it).
+fn injected(ordinal: usize, fault: Fault) -> bool {
+    let mut faults = FAULTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match faults.iter().position(|&f| f == (ordinal, fault)) {
+        Some(i) => {
+            faults.remove(i);
+            true
+        }
+        None => false,
+    }
+}
 
 static DEVICE_SYNCHRONIZE: AtomicU64 = AtomicU64::new(0);
 static TRIM_POOL: AtomicU64 = AtomicU64::new(0);
@@ -139,19 +188,20 @@ pub struct Device {
 }
 
 impl Device {
-    /// One: the emulated device.
+    /// The emulated devices: one unless [`set_device_count`] said otherwise.
     pub fn count() -> Result<usize, GpuError> {
-        Ok(1)
+        Ok(DEVICES.load(Ordering::SeqCst))
     }
 
-    /// The emulated device (ordinal 0).
+    /// The emulated device `ordinal`.
     pub fn open(ordinal: usize) -> Result<Self, GpuError> {
-        if ordinal != 0 {
-            return Err(GpuError::NoDevice { ordinal, count: 1 });
+        let count = Self::count()?;
+        if ordinal >= count {
+            return Err(GpuError::NoDevice { ordinal, count });
         }
         Ok(Self {
             info: DeviceInfo {
-                ordinal: 0,
+                ordinal,
                 name: EMULATED_NAME.into(),
                 total_memory: EMULATED_MEMORY,
                 sm_count: 4,
@@ -163,9 +213,9 @@ impl Device {
         })
     }
 
-    /// The emulated device.
+    /// Every emulated device.
     pub fn all() -> Result<Vec<Self>, GpuError> {
-        Ok(vec![Self::open(0)?])
+        (0..Self::count()?).map(Self::open).collect()
     }
 
     /// What this device is.
@@ -191,12 +241,14 @@ impl Device {
 
     /// The stream (every stream of the emulator runs its work at once).
     pub fn default_stream(&self) -> Stream {
-        Stream { _private: () }
+        Stream {
+            ordinal: self.info.ordinal,
+        }
     }
 
     /// A new stream.
     pub fn new_stream(&self) -> Result<Stream, GpuError> {
-        Ok(Stream { _private: () })
+        Ok(self.default_stream())
     }
 
     /// Nothing to wait for: work runs when issued (counted: `crate::counted_driver_calls`).
@@ -302,7 +354,8 @@ impl Memory {
 /// A stream of the emulated device: its work runs when issued.
 #[derive(Clone, Debug)]
 pub struct Stream {
-    _private: (),
+    /// The device's ordinal (for injected faults).
+    ordinal: usize,
 }
 
 impl Stream {
@@ -310,6 +363,12 @@ impl Stream {
     /// holds whatever it held).
     pub fn alloc<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>, GpuError> {
         count(&ALLOC, |c| &mut c.alloc);
+        if injected(self.ordinal, Fault::Alloc) {
+            return Err(GpuError::Driver {
+                call: "cuMemAllocAsync",
+                status: "CUDA_ERROR_OUT_OF_MEMORY (injected by the emulator)".into(),
+            });
+        }
         Ok(DeviceBuffer {
             storage: Storage::Pool(Memory::new(bytes_for::<T>(len)?)),
             len,
@@ -732,10 +791,19 @@ impl Kernel {
     /// the buffers it is given for the launch shape `config`.
     pub unsafe fn launch(
         &self,
-        _stream: &Stream,
+        stream: &Stream,
         config: LaunchConfig,
         args: &KernelArgs<'_>,
     ) -> Result<(), GpuError> {
+        if injected(stream.ordinal, Fault::Launch) {
+            return Err(GpuError::Driver {
+                call: "cuLaunchKernel",
+                status: format!(
+                    "{}: CUDA_ERROR_LAUNCH_FAILED (injected by the emulator)",
+                    self.name
+                ),
+            });
+        }
         let (bx, by, bz) = config.block;
         if by != 1 || bz != 1 {
             return Err(GpuError::InvalidArgument(format!(
@@ -845,101 +913,4 @@ impl<'a> PinnedBytes<'a> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn copies_round_trip_and_fresh_memory_is_poisoned() {
-        let device = Device::open(0).unwrap();
-        assert_eq!(device.info().name, EMULATED_NAME);
-        assert!(matches!(
-            Device::open(1),
-            Err(GpuError::NoDevice {
-                ordinal: 1,
-                count: 1
-            })
-        ));
-        let stream = device.new_stream().unwrap();
-        let fresh = stream.alloc::<u32>(3).unwrap();
-        assert_eq!(
-            stream.download(&fresh).unwrap(),
-            vec![u32::from_ne_bytes([POISON; 4]); 3]
-        );
-        let mut buf = stream.upload(&[1u32, 2, 3, 4]).unwrap();
-        stream.copy_to_device_at(&[9u32], &mut buf, 2).unwrap();
-        assert_eq!(stream.download(&buf).unwrap(), vec![1, 2, 9, 4]);
-        buf.truncate(2);
-        assert_eq!(stream.download(&buf).unwrap(), vec![1, 2]);
-        assert!(stream.copy_to_device_at(&[0u32], &mut buf, 2).is_err());
-        let pinned = device.pin(&[5u32, 6]).unwrap();
-        let mut out = stream.alloc::<u32>(4).unwrap();
-        stream.memset_zero(&mut out).unwrap();
-        stream
-            .copy_pinned_to_device(pinned.bytes(), &mut out, 1)
-            .unwrap();
-        assert_eq!(stream.download(&out).unwrap(), vec![0, 5, 6, 0]);
-    }
-
-    #[test]
-    fn a_lent_range_is_a_buffer_like_any_other() {
-        let stream = Device::open(0).unwrap().new_stream().unwrap();
-        let region = SharedRegion::new(&stream, 1 << 20).unwrap();
-        let dropped = std::sync::Arc::new(());
-        // SAFETY: nothing else uses bytes 256..272 of the region, which outlives the buffer.
-        let mut lent = unsafe {
-            region
-                .lend::<u32>(256, 4, Box::new(std::sync::Arc::clone(&dropped)))
-                .unwrap()
-        };
-        assert!(lent.is_lent());
-        assert_eq!(
-            stream.download(&lent).unwrap(),
-            vec![u32::from_ne_bytes([POISON; 4]); 4],
-            "a lent range is poisoned, as fresh memory"
-        );
-        stream.copy_to_device(&[1u32, 2, 3, 4], &mut lent).unwrap();
-        stream.copy_to_device_at(&[9u32], &mut lent, 3).unwrap();
-        let mut out = stream.alloc_zeroed::<u32>(4).unwrap();
-        stream.copy_device(&lent, &mut out).unwrap();
-        assert_eq!(stream.download(&out).unwrap(), vec![1, 2, 3, 9]);
-        let mut bytes = [0u8; 4];
-        // SAFETY: the range is the lent buffer's, which is not written meanwhile.
-        unsafe { region.download_at(&stream, 256, &mut bytes).unwrap() };
-        assert_eq!(
-            bytes,
-            1u32.to_ne_bytes(),
-            "the buffer is the region's memory"
-        );
-        let wide = lent.cast::<u64>().unwrap();
-        assert_eq!(stream.download(&wide).unwrap().len(), 2);
-        assert_eq!(
-            std::sync::Arc::strong_count(&dropped),
-            2,
-            "the buffer holds its lender"
-        );
-        // A failed cast drops the buffer it consumed.
-        assert!(
-            wide.cast::<[u8; 3]>().is_err(),
-            "16 bytes are no whole number of 3"
-        );
-        assert_eq!(
-            std::sync::Arc::strong_count(&dropped),
-            1,
-            "dropping returns the range"
-        );
-        // SAFETY: as above; the checks refuse the range before anything is lent.
-        let outside = unsafe { region.lend::<u8>(1 << 20, 1, Box::new(())) };
-        assert!(outside.is_err());
-        // SAFETY: as above.
-        let misaligned = unsafe { region.lend::<u64>(4, 1, Box::new(())) };
-        assert!(misaligned.is_err());
-    }
-
-    #[test]
-    fn kernels_are_found_by_name() {
-        let module = Device::open(0).unwrap().load_module(&[]).unwrap();
-        assert!(module.kernel("ntt_h_pointwise").is_ok());
-        assert!(module.kernel("msm_digits").is_ok());
-        assert!(module.kernel("no_such_kernel").is_err());
-    }
-}
+mod tests;

@@ -1,0 +1,230 @@
+//! One job's partitions over several workers. The job's own worker synthesises partition after
+//! partition and offers each to the idle workers (of any device, through [`Helpers`]); a
+//! partition that no idle worker can take it proves itself, so with no idle worker a job runs as
+//! it would alone. Proofs are kept in partition order. A cancel, a shutdown or a failure stops
+//! the job at its next partition boundary: partitions no worker has started are withdrawn, and
+//! those being proven elsewhere are waited for (they hold the job's parameters, which must stay
+//! leased while any device uses them).
+
+use std::panic::AssertUnwindSafe;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+
+use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
+use cuzk_pipeline::JobContext;
+
+use crate::backend::{engine_error, ProofBackend};
+use crate::job::ProofKind;
+use crate::run::JobControl;
+use crate::EngineError;
+
+/// A partition's proof, or why there is none, by partition index.
+type Answer = (usize, Result<Proof, EngineError>);
+
+/// One partition of a running job, offered to another worker.
+#[derive(Debug)]
+pub struct PartitionTask {
+    /// The job's id.
+    pub job_id: String,
+    /// Its kind.
+    pub kind: ProofKind,
+    /// The job (its sequence number) and the worker that runs it.
+    pub ctx: JobContext,
+    partition: usize,
+    params: Arc<Parameters>,
+    assignment: ProvingAssignment,
+    control: Arc<JobControl>,
+    answer: Sender<Answer>,
+}
+
+impl PartitionTask {
+    /// Proves the partition on `backend` as worker `worker` (unless its job was stopped) and
+    /// answers the job's worker. A panic of the backend fails the partition, not the worker.
+    pub fn run(self, backend: &dyn ProofBackend, worker: u64) {
+        let ctx = JobContext {
+            job: self.ctx.job,
+            worker,
+        };
+        let result = self.control.check().and_then(|()| {
+            std::panic::catch_unwind(AssertUnwindSafe(|| {
+                backend
+                    .prove_partition(&self.params, self.assignment, ctx, self.partition)
+                    .map(|(proof, _)| proof)
+                    .map_err(engine_error)
+            }))
+            .unwrap_or_else(|panic| Err(EngineError::Panic(panic_text(panic.as_ref()))))
+        });
+        // The job's worker waits for every answer; it is gone only if it panicked itself.
+        let _ = self.answer.send((self.partition, result));
+    }
+}
+
+/// A panic's message.
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
+}
+
+/// Where a job's worker offers partitions to the others.
+pub trait Helpers: std::fmt::Debug {
+    /// Hands `task` to an idle worker, or gives it back when none is idle.
+    fn offer(&self, task: Box<PartitionTask>) -> Result<(), Box<PartitionTask>>;
+
+    /// Takes back the tasks of job `job` (its sequence number) that no worker has started;
+    /// returns how many.
+    fn withdraw(&self, job: u64) -> usize;
+}
+
+/// No other workers: every partition is proven by the job's own.
+#[derive(Debug)]
+pub struct Alone;
+
+impl Helpers for Alone {
+    fn offer(&self, task: Box<PartitionTask>) -> Result<(), Box<PartitionTask>> {
+        Err(task)
+    }
+
+    fn withdraw(&self, _job: u64) -> usize {
+        0
+    }
+}
+
+/// The job's side: offers partitions, proves the ones nobody took, collects the proofs.
+pub(crate) struct Spreader<'a> {
+    helpers: &'a dyn Helpers,
+    backend: &'a dyn ProofBackend,
+    control: &'a Arc<JobControl>,
+    job_id: &'a str,
+    kind: ProofKind,
+    ctx: JobContext,
+    params: Arc<Parameters>,
+    answer: Sender<Answer>,
+    answers: Receiver<Answer>,
+    proofs: Vec<Option<Proof>>,
+    /// Offered and not yet answered.
+    outstanding: usize,
+    /// The failure of the lowest partition that failed.
+    error: Option<(usize, EngineError)>,
+}
+
+impl<'a> Spreader<'a> {
+    /// A job of `partitions` partitions against `params`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        helpers: &'a dyn Helpers,
+        backend: &'a dyn ProofBackend,
+        control: &'a Arc<JobControl>,
+        job_id: &'a str,
+        kind: ProofKind,
+        ctx: JobContext,
+        params: Arc<Parameters>,
+        partitions: usize,
+    ) -> Self {
+        let (answer, answers) = channel();
+        Self {
+            helpers,
+            backend,
+            control,
+            job_id,
+            kind,
+            ctx,
+            params,
+            answer,
+            answers,
+            proofs: (0..partitions).map(|_| None).collect(),
+            outstanding: 0,
+            error: None,
+        }
+    }
+
+    /// Whether the job must stop: a partition failed, or it was cancelled or interrupted.
+    pub(crate) fn stopped(&mut self) -> bool {
+        if self.error.is_none() {
+            if let Err(e) = self.control.check() {
+                self.error = Some((usize::MAX, e));
+            }
+        }
+        self.error.is_some()
+    }
+
+    /// Records that preparing `partition` failed.
+    pub(crate) fn fail(&mut self, partition: usize, e: EngineError) {
+        self.record(partition, Err(e));
+    }
+
+    /// Proves `partition`: on an idle worker, or here when none is.
+    pub(crate) fn prove(&mut self, partition: usize, assignment: ProvingAssignment) {
+        let task = Box::new(PartitionTask {
+            job_id: self.job_id.to_string(),
+            kind: self.kind,
+            ctx: self.ctx,
+            partition,
+            params: Arc::clone(&self.params),
+            assignment,
+            control: Arc::clone(self.control),
+            answer: self.answer.clone(),
+        });
+        match self.helpers.offer(task) {
+            Ok(()) => self.outstanding += 1,
+            Err(task) => {
+                self.outstanding += 1;
+                task.run(self.backend, self.ctx.worker);
+            }
+        }
+        while let Ok((k, result)) = self.answers.try_recv() {
+            self.outstanding -= 1;
+            self.record(k, result);
+        }
+    }
+
+    fn record(&mut self, partition: usize, result: Result<Proof, EngineError>) {
+        match result {
+            Ok(proof) => self.proofs[partition] = Some(proof),
+            Err(e) => {
+                if self.error.as_ref().is_none_or(|(k, _)| partition < *k) {
+                    self.error = Some((partition, e));
+                }
+            }
+        }
+    }
+
+    /// Waits for every partition offered and returns the proofs in partition order, or the
+    /// failure of the lowest partition that failed.
+    pub(crate) fn finish(mut self) -> Result<Vec<Proof>, EngineError> {
+        if self.error.is_some() {
+            self.outstanding -= self.helpers.withdraw(self.ctx.job);
+        }
+        // Only the tasks' senders remain, so a task dropped unanswered ends the wait.
+        let (closed, _) = channel();
+        drop(std::mem::replace(&mut self.answer, closed));
+        while self.outstanding > 0 {
+            match self.answers.recv() {
+                Ok((k, result)) => {
+                    self.outstanding -= 1;
+                    self.record(k, result);
+                }
+                // Every sender is gone: a task was dropped unanswered.
+                Err(_) => {
+                    self.error.get_or_insert((
+                        usize::MAX,
+                        EngineError::Panic("a partition was lost by its worker".into()),
+                    ));
+                    break;
+                }
+            }
+        }
+        if let Some((_, e)) = self.error {
+            return Err(e);
+        }
+        self.proofs
+            .into_iter()
+            .enumerate()
+            .map(|(k, p)| {
+                p.ok_or_else(|| EngineError::Panic(format!("partition {k} was not proven")))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,148 @@
+//! The engine with GPU workers on the kernel emulator (feature `emu`): jobs of the synthetic
+//! kind prove and verify on one device and spread over two, parameters are resident on each
+//! device that proved with them and freed when the manager evicts them, and a device failure
+//! fails its job with an error naming the device (or, with the CPU fallback, the partition is
+//! proven on the CPU), after which the next job proves on the same device.
+//!
+//! Each test uses devices of its own (the emulator's injected faults are per device and tests
+//! run at once).
+#![cfg(feature = "emu")]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cuzk_engine::gpu::{GpuProofBackend, PolicyKind};
+use cuzk_engine::{
+    CpuProofBackend, Engine, EngineConfig, JobRequest, JobState, ParamConfig, ProofBackend,
+};
+use cuzk_gpu::emu::{fail_next, set_device_count, Fault};
+
+const WAIT: Option<Duration> = Some(Duration::from_secs(120));
+
+/// Workers on each of `devices` (`per_device` each) and the engine over them.
+fn engine(
+    dir: &Path,
+    devices: &[usize],
+    per_device: usize,
+    fallback: bool,
+) -> (Engine, Vec<Arc<GpuProofBackend>>) {
+    set_device_count(4);
+    let fallback = fallback.then(|| Arc::new(CpuProofBackend::new(true)));
+    let gpus: Vec<Arc<GpuProofBackend>> = devices
+        .iter()
+        .flat_map(|&d| {
+            GpuProofBackend::workers(
+                d,
+                per_device,
+                PolicyKind::VramBudget,
+                true,
+                fallback.clone(),
+            )
+            .unwrap()
+        })
+        .map(Arc::new)
+        .collect();
+    let backends: Vec<Arc<dyn ProofBackend>> = gpus
+        .iter()
+        .map(|g| Arc::clone(g) as Arc<dyn ProofBackend>)
+        .collect();
+    let config = EngineConfig {
+        data_dir: dir.join("data"),
+        params: ParamConfig {
+            filecoin_dir: dir.join("filecoin"),
+            synthetic_dir: dir.join("params"),
+            generate_test_params: false,
+            budget_bytes: u64::MAX,
+        },
+        group_window: 0,
+        retention: Duration::from_secs(3600),
+        max_attempts: 3,
+        spool_threshold: 64 << 10,
+        pce_dir: None,
+    };
+    (Engine::start(config, backends, None).unwrap(), gpus)
+}
+
+fn synthetic(log: u32, seed: u64, partitions: u32) -> JobRequest {
+    JobRequest {
+        vanilla_proof: format!(
+            "{{\"log_size\":{log},\"seed\":{seed},\"partitions\":{partitions}}}"
+        )
+        .into_bytes(),
+        ..JobRequest::synthetic(log, seed)
+    }
+}
+
+/// Runs a job to its end; returns its state and error.
+fn run(e: &Engine, r: JobRequest) -> (JobState, String) {
+    let id = e.submit(r).unwrap().job_id;
+    let out = e.await_job(&id, WAIT).unwrap();
+    if out.state == JobState::Completed {
+        // The engine verified each partition's proof before answering.
+        assert_eq!(out.proof.len() % 192, 0);
+    }
+    (out.state, out.error)
+}
+
+#[test]
+fn one_device_proves_and_keeps_parameters_resident_until_evicted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, gpus) = engine(dir.path(), &[0], 2, false);
+    assert!(e.status().workers.iter().all(|w| w.device == "gpu0"));
+    let (state, error) = run(&e, synthetic(6, 1, 2));
+    assert_eq!(state, JobState::Completed, "{error}");
+    assert!(gpus[0].gpu().resident_bytes() > 0, "resident after a proof");
+    e.params().evict("synthetic-6").unwrap();
+    assert_eq!(gpus[0].gpu().resident_bytes(), 0, "freed with the hot copy");
+    let (state, error) = run(&e, synthetic(6, 2, 1));
+    assert_eq!(state, JobState::Completed, "{error}");
+    e.shutdown(Duration::from_secs(10));
+}
+
+#[test]
+fn two_devices_share_a_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, gpus) = engine(dir.path(), &[0, 1], 1, false);
+    let (state, error) = run(&e, synthetic(6, 3, 3));
+    assert_eq!(state, JobState::Completed, "{error}");
+    // The job's worker offered its first partition to the idle worker of the other device
+    // and proved the next while that one did (synthesis at 2^6 is much faster than emulated
+    // proving): both devices proved with the parameters, so both hold them.
+    for g in &gpus {
+        assert!(
+            g.gpu().resident_bytes() > 0,
+            "{} proved nothing",
+            g.device()
+        );
+    }
+    e.shutdown(Duration::from_secs(10));
+}
+
+#[test]
+fn a_failed_device_fails_its_job_and_the_next_job_proves() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, _gpus) = engine(dir.path(), &[2], 1, false);
+    fail_next(2, Fault::Launch);
+    let (state, error) = run(&e, synthetic(6, 4, 1));
+    assert_eq!(state, JobState::Failed);
+    assert!(
+        error.contains("device gpu2") && error.contains("injected"),
+        "{error}"
+    );
+    let (state, error) = run(&e, synthetic(6, 5, 1));
+    assert_eq!(state, JobState::Completed, "{error}");
+    e.shutdown(Duration::from_secs(10));
+}
+
+#[test]
+fn a_failed_partition_falls_back_to_the_cpu_where_configured() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, _gpus) = engine(dir.path(), &[3], 1, true);
+    fail_next(3, Fault::Launch);
+    let (state, error) = run(&e, synthetic(6, 6, 1));
+    assert_eq!(state, JobState::Completed, "{error}");
+    let (state, error) = run(&e, synthetic(6, 7, 1));
+    assert_eq!(state, JobState::Completed, "{error}");
+    e.shutdown(Duration::from_secs(10));
+}
