@@ -556,6 +556,22 @@ impl GpuBackend {
         Ok(h)
     }
 
+    /// A tail MSM: host bases and scalars of the same length, streamed to the device.
+    fn host_msm<C: GpuCurve>(
+        &self,
+        bases: &[C::Affine],
+        scalars: &[Scalar],
+    ) -> Result<C::Projective, PipelineError> {
+        if bases.len() != scalars.len() {
+            return Err(cuzk_msm::MsmError::LengthMismatch {
+                bases: bases.len(),
+                scalars: scalars.len(),
+            }
+            .into());
+        }
+        self.msm::<C>(Bases::Host(bases), Scalars::Host(scalars), bases.len())
+    }
+
     /// `Σ scalars[i]·bases[i]` on the device, bases resident or streamed.
     fn msm<C: GpuCurve>(
         &self,
@@ -674,14 +690,7 @@ impl Backend for GpuBackend {
         bases: &[G1Affine],
         scalars: &[Scalar],
     ) -> Result<G1Projective, PipelineError> {
-        if bases.len() != scalars.len() {
-            return Err(cuzk_msm::MsmError::LengthMismatch {
-                bases: bases.len(),
-                scalars: scalars.len(),
-            }
-            .into());
-        }
-        self.msm::<G1>(Bases::Host(bases), Scalars::Host(scalars), bases.len())
+        self.host_msm::<G1>(bases, scalars)
     }
 
     fn msm_g2(
@@ -689,14 +698,7 @@ impl Backend for GpuBackend {
         bases: &[G2Affine],
         scalars: &[Scalar],
     ) -> Result<G2Projective, PipelineError> {
-        if bases.len() != scalars.len() {
-            return Err(cuzk_msm::MsmError::LengthMismatch {
-                bases: bases.len(),
-                scalars: scalars.len(),
-            }
-            .into());
-        }
-        self.msm::<G2>(Bases::Host(bases), Scalars::Host(scalars), bases.len())
+        self.host_msm::<G2>(bases, scalars)
     }
 
     fn batch_add_g1(
