@@ -194,7 +194,9 @@ fn prepare<'a, Tree: 'static + MerkleTreeTrait>(
         return Err(invalid("the C1 output's comm_r is all zeros"));
     }
     if c1.seed == [0; 32] {
-        return Err(invalid("the C1 output's seed (the PoRep challenge seed) is all zeros"));
+        return Err(invalid(
+            "the C1 output's seed (the PoRep challenge seed) is all zeros",
+        ));
     }
     let vanilla: Vec<Vec<VanillaSealProof<Tree>>> =
         serde_json::from_str(c1.vanilla_proofs.get()).map_err(FilecoinError::Json)?;
