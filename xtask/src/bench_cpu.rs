@@ -54,7 +54,8 @@ struct Run {
     peak_rss_kib: u64,
 }
 
-fn median(v: &[f64]) -> f64 {
+/// The median of `v` (the mean of the middle two for an even count).
+pub fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
@@ -129,6 +130,19 @@ pub fn run(sh: &Shell, args: &CpuArgs) -> anyhow::Result<()> {
     );
     println!("\n{table}");
     write_section("bench-cpu", &table)
+}
+
+/// This machine's hardware threads and its one-minute load average (`/proc/loadavg`), for a
+/// benchmark's header line.
+pub fn threads_and_load() -> (usize, String) {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into());
+    (threads, load)
 }
 
 /// Replaces the text between `<!-- NAME:start -->` and `<!-- NAME:end -->` in docs/benchmarks.md.

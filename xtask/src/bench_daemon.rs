@@ -6,7 +6,7 @@
 use anyhow::Context;
 use xshell::{cmd, Shell};
 
-use crate::bench_cpu::write_section;
+use crate::bench_cpu::{threads_and_load, write_section};
 use crate::project_root;
 
 /// `cargo xtask bench daemon`'s arguments.
@@ -41,13 +41,7 @@ pub fn run(sh: &Shell, args: &DaemonArgs) -> anyhow::Result<()> {
     .context("bench_daemon")?;
     let commit = cmd!(sh, "git rev-parse --short HEAD").read()?;
     let date = cmd!(sh, "date -u +%Y-%m-%d").read()?;
-    let load = std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|l| l.split_whitespace().next().map(str::to_string))
-        .unwrap_or_else(|| "unknown".into());
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
+    let (threads, load) = threads_and_load();
     let body = format!(
         "Command: `cargo xtask bench daemon --runs {runs} --log-size {log}` on this machine \
          ({threads} threads, load average {load} at the start), commit {commit}, {date}, release \

@@ -12,11 +12,18 @@
 //! - `bench interlock`: the interlock simulator's sweep, into `docs/interlock.md` and its plots;
 //! - `bench daemon [--runs 20] [--log-size 10]`: the proving daemon's overhead over a library
 //!   call, parameter load cold and hot, and batch throughput, into `docs/benchmarks.md`;
+//! - `bench filecoin [--sizes 2KiB] [--runs 3]`: PoRep C2 by filecoin-proofs' own
+//!   `seal_commit_phase2` and by `cuzk prove porep`, each in its own process, into
+//!   `docs/benchmarks.md`;
 //! - `bench ntt [BENCH_NTT_ARGS]...`: the GPU NTT against its memory and integer floors (GPU; the
 //!   arguments, such as `--min 20 --max 27`, go to the `bench_ntt` example);
 //! - `bench msm [BENCH_MSM_ARGS]... | --from FILE.json...`: the GPU MSM (G1, G2) against its
 //!   floors, into `docs/benchmarks.md` (GPU; the arguments go to the `bench_msm` example), or that
 //!   section written from the JSON of runs made on the GPU machine;
+//! - `gen-vanilla [--sizes 2KiB,8MiB] [--out testdata/filecoin]`: seal test sectors with
+//!   filecoin-proofs and write their C1 outputs and vanilla proofs;
+//! - `params [--sector-size 2KiB] [--kind all] [--dir DIR]`: `cuzk params`, the test-size
+//!   parameters under filecoin-proofs' names;
 //! - `kernels [--install-nvcc] [--check]`: compile every CUDA kernel (no GPU needed);
 //! - `device-pack`: GPU test binaries, benchmark and `run.sh` into `target/device/` (docs/gpu.md);
 //! - `ci`: everything CI runs: format, clippy (warnings denied), tests, the daemon's Python
@@ -29,12 +36,14 @@
 
 mod bench_cpu;
 mod bench_daemon;
+mod bench_filecoin;
 mod bench_interlock;
 mod bench_msm;
 mod bench_ntt;
 mod bench_synth;
 mod ci;
 mod device_pack;
+mod filecoin;
 mod golden;
 mod kernels;
 
@@ -61,6 +70,12 @@ enum Command {
         #[command(subcommand)]
         bench: Option<Bench>,
     },
+    /// Seal test sectors with filecoin-proofs (fixed seeds) and write their C1 outputs, PoSt
+    /// vanilla proofs and a SnapDeals update into testdata/filecoin/.
+    GenVanilla(filecoin::GenVanillaArgs),
+    /// Make the Filecoin circuits' test-size parameters with cuzk's setup (`cuzk params`),
+    /// under filecoin-proofs' file names.
+    Params(filecoin::ParamsArgs),
     /// Compile every CUDA kernel into target/kernels/, as the crates' build scripts do (no GPU
     /// needed).
     Kernels(kernels::KernelsArgs),
@@ -86,6 +101,9 @@ enum Bench {
     /// The proving daemon: overhead over a library call, parameter load cold and hot, batch
     /// throughput, into docs/benchmarks.md.
     Daemon(bench_daemon::DaemonArgs),
+    /// PoRep C2 by filecoin-proofs' own seal_commit_phase2 and by `cuzk prove porep`, each in
+    /// its own process, with peak memory, into docs/benchmarks.md.
+    Filecoin(bench_filecoin::FilecoinArgs),
     /// The GPU NTT against its memory and integer floors (needs a GPU).
     Ntt(bench_ntt::NttArgs),
     /// The GPU MSM (G1, G2) against its floors, into docs/benchmarks.md (needs a GPU, or --from
@@ -109,6 +127,7 @@ impl Bench {
             Bench::Synth(args) => bench_synth::run(sh, &args),
             Bench::Interlock(args) => bench_interlock::run(&args),
             Bench::Daemon(args) => bench_daemon::run(sh, &args),
+            Bench::Filecoin(args) => bench_filecoin::run(sh, &args),
             Bench::Ntt(args) => bench_ntt::run(sh, &args),
             Bench::Msm(args) => bench_msm::run(sh, &args),
         }
@@ -125,6 +144,8 @@ fn main() -> anyhow::Result<()> {
         Command::Bench { bench: None } => Bench::cpu_sweep()
             .into_iter()
             .try_for_each(|bench| bench.run(&sh)),
+        Command::GenVanilla(args) => filecoin::gen_vanilla(&sh, &args),
+        Command::Params(args) => filecoin::params(&sh, &args),
         Command::Kernels(args) => kernels::run(&sh, &args),
         Command::DevicePack => device_pack::run(&sh),
         Command::Ci => ci::run(&sh),
@@ -144,6 +165,13 @@ pub fn project_root() -> PathBuf {
         .parent()
         .expect("xtask lives in the workspace")
         .to_path_buf()
+}
+
+/// Cargo's target folder: `$CARGO_TARGET_DIR`, else `target/` in the workspace.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| project_root().join("target"))
 }
 
 #[cfg(test)]
@@ -186,6 +214,9 @@ mod tests {
         assert!(parse(&["bench", "cpu", "--runs", "0"]).is_err());
         assert!(parse(&["bench", "synth", "--sizes", "16,30"]).is_err());
         assert!(parse(&["bench", "synth", "--runs", "0"]).is_err());
+        assert!(parse(&["bench", "filecoin", "--runs", "0"]).is_err());
+        assert!(parse(&["gen-vanilla", "--sizes", "32GiB"]).is_err());
+        assert!(parse(&["params", "--bogus"]).is_err());
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! `cuzk params` and `cuzk prove porep`: Filecoin's PoRep C2 from a C1 output, proven by cuzk's
-//! pipeline and checked as filecoin-proofs checks it.
+//! `cuzk params` and `cuzk prove porep|winning|window|snap`: Filecoin's proofs from a C1 output
+//! or a job file of vanilla proofs (`cuzk_filecoin::jobs`), proven by cuzk's pipeline and
+//! checked as filecoin-proofs checks them.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -7,10 +8,11 @@ use std::time::Instant;
 use anyhow::Context;
 use cuzk::field::Scalar;
 use cuzk::pipeline::{CpuBackend, PartitionTiming, Prover, ProverConfig};
-use cuzk_filecoin::porep::generate_params;
 use cuzk_filecoin::post::PostKind;
-use cuzk_filecoin::FilecoinProof;
-use cuzk_filecoin::{C1Output, PorepJob, RegisteredSealProof, SectorId};
+use cuzk_filecoin::{
+    C1Output, CircuitKind, FilecoinProof, PorepJob, PostJobFile, RegisteredSealProof, SectorId,
+    SnapJobFile,
+};
 use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
 use ff::Field;
 
@@ -30,13 +32,29 @@ pub const PARAMS_SEED: u64 = 0;
 
 #[derive(clap::Args, Debug)]
 pub struct ParamsArgs {
-    /// Sector size of the PoRep circuit (2KiB, 8MiB, ...).
+    /// Sector size of the circuits (2KiB, 8MiB, ...).
     #[arg(long, default_value = "2KiB")]
     sector_size: String,
+    /// Which circuits: porep, winning, window, snap, or all of them (what `cuzk prove` of
+    /// every kind needs). Files that exist are kept.
+    #[arg(long, default_value = "all", value_parser = parse_kinds)]
+    kind: KindChoice,
     /// Parameter folder (filecoin-proofs' layout); default: $FIL_PROOFS_PARAMETER_CACHE, else
     /// cuzk's cache ($CUZK_CACHE_DIR or ~/.cache/cuzk)/filecoin-params/seed-0.
     #[arg(long)]
     dir: Option<PathBuf>,
+}
+
+/// `--kind`: one circuit kind or all.
+#[derive(Clone, Debug)]
+pub struct KindChoice(Vec<CircuitKind>);
+
+fn parse_kinds(text: &str) -> Result<KindChoice, String> {
+    if text == "all" {
+        return Ok(KindChoice(CircuitKind::ALL.to_vec()));
+    }
+    let kind = text.parse::<CircuitKind>().map_err(|e| e.to_string())?;
+    Ok(KindChoice(vec![kind]))
 }
 
 #[derive(clap::Args, Debug)]
@@ -98,23 +116,27 @@ fn param_dir(flag: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
 pub fn params(args: &ParamsArgs) -> anyhow::Result<()> {
     let size = cuzk_filecoin::parse_sector_size(&args.sector_size)?;
     let dir = param_dir(&args.dir)?;
-    make_params(&dir, RegisteredSealProof::v1_1(size)?)
+    for &kind in &args.kind.0 {
+        make_params(&dir, kind, size)?;
+    }
+    Ok(())
 }
 
-fn make_params(dir: &Path, registered: RegisteredSealProof) -> anyhow::Result<()> {
-    let files = cuzk_filecoin::porep::param_files(dir, registered)?;
+/// Makes the parameters of `kind`'s circuit of `sector_size` in `dir`, unless they exist.
+fn make_params(dir: &Path, kind: CircuitKind, sector_size: u64) -> anyhow::Result<()> {
+    let files = kind.param_files(dir, sector_size)?;
     if files.exist() {
-        println!("parameters: {} (cached)", files.params.display());
+        println!("parameters ({kind}): {} (cached)", files.params.display());
         return Ok(());
     }
     println!(
-        "parameters: generating {} with cuzk's setup (seed {PARAMS_SEED}); this runs once per machine",
+        "parameters ({kind}): generating {} with cuzk's setup (seed {PARAMS_SEED}); this runs once per machine",
         files.params.display()
     );
     let start = Instant::now();
-    let (_, report) = generate_params(dir, registered, PARAMS_SEED)?;
+    let (_, report) = kind.generate_params(dir, sector_size, PARAMS_SEED)?;
     println!(
-        "parameters: setup {:.1} s, write {:.1} s, total {:.1} s",
+        "parameters ({kind}): setup {:.1} s, write {:.1} s, total {:.1} s",
         report.setup.as_secs_f64(),
         report.write.as_secs_f64(),
         start.elapsed().as_secs_f64()
@@ -122,115 +144,65 @@ fn make_params(dir: &Path, registered: RegisteredSealProof) -> anyhow::Result<()
     Ok(())
 }
 
-pub fn post(args: &PostArgs, kind: PostKind) -> anyhow::Result<()> {
-    use base64::Engine as _;
-    let text = match &args.input {
-        Some(path) => {
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
-        }
-        None => match kind {
-            PostKind::Winning => DEFAULT_WINNING.to_string(),
-            PostKind::Window => DEFAULT_WINDOW.to_string(),
-        },
-    };
-    let v: serde_json::Value = serde_json::from_str(&text).context("parsing the job JSON")?;
-    let partition_index = v["partition_index"].as_u64().unwrap_or(0) as usize;
-    let sector_size = v["sector_size"].as_u64().context("sector_size")?;
-    let miner_id = v["miner_id"].as_u64().context("miner_id")?;
-    let randomness: [u8; 32] = hex::decode(v["randomness"].as_str().context("randomness")?)
-        .context("randomness is not hex")?
-        .try_into()
-        .map_err(|_| anyhow::anyhow!("randomness must be 32 bytes"))?;
-    let vanilla_proofs = v["vanilla_proofs"]
-        .as_array()
-        .context("vanilla_proofs")?
-        .iter()
-        .map(|p| {
-            let text = p.as_str().context("a vanilla proof is not a string")?;
-            base64::engine::general_purpose::STANDARD
-                .decode(text)
-                .context("a vanilla proof is not base64")
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    println!(
-        "cuzk prove: {kind:?}PoSt {} (miner {miner_id}, partition {partition_index}), backend cpu ({} threads)",
-        cuzk_filecoin::registered::format_sector_size(sector_size),
-        rayon::current_num_threads()
-    );
-    let dir = param_dir(&args.params)?;
-    if !cuzk_filecoin::post::post_param_files(&dir, kind, sector_size)?.exist()
-        && sector_size <= 8 << 20
-    {
-        println!("parameters: generating with cuzk's setup (seed {PARAMS_SEED}); once per machine");
-        cuzk_filecoin::post::generate_post_params(&dir, kind, sector_size, PARAMS_SEED)?;
+/// The parameter folder of a `cuzk prove` job, its circuit's parameters made on first use for
+/// test sizes (up to 8 MiB); larger sizes need filecoin-proofs' published parameters.
+fn prove_params(
+    flag: &Option<PathBuf>,
+    kind: CircuitKind,
+    sector_size: u64,
+) -> anyhow::Result<PathBuf> {
+    let dir = param_dir(flag)?;
+    if sector_size <= 8 << 20 {
+        make_params(&dir, kind, sector_size)?;
     }
-    let job = cuzk_filecoin::post::PostJob {
-        kind,
-        partition_index,
-        sector_size,
-        randomness,
-        miner_id,
-        vanilla_proofs: &vanilla_proofs,
-    };
-    let (mut prove, timings) = pipeline_prover();
-    let start = Instant::now();
-    let proof = job.prove(&dir, &mut prove)?;
-    let timings = timings.borrow().clone();
-    report(&proof, &timings, start.elapsed(), &args.out)
+    Ok(dir)
 }
 
-fn hex32(v: &serde_json::Value, what: &str) -> anyhow::Result<[u8; 32]> {
-    hex::decode(v.as_str().with_context(|| format!("{what} is missing"))?)
-        .with_context(|| format!("{what} is not hex"))?
-        .try_into()
-        .map_err(|_| anyhow::anyhow!("{what} must be 32 bytes"))
+/// The job file at `input`, or the built-in one.
+fn job_text(input: &Option<PathBuf>, default: &str) -> anyhow::Result<String> {
+    match input {
+        Some(path) => {
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+        }
+        None => Ok(default.to_string()),
+    }
+}
+
+pub fn post(args: &PostArgs, kind: PostKind) -> anyhow::Result<()> {
+    let default = match kind {
+        PostKind::Winning => DEFAULT_WINNING,
+        PostKind::Window => DEFAULT_WINDOW,
+    };
+    let file = PostJobFile::parse(&job_text(&args.input, default)?).context("the job file")?;
+    println!(
+        "cuzk prove: {kind:?}PoSt {} (miner {}, partition {}), backend cpu ({} threads)",
+        cuzk_filecoin::registered::format_sector_size(file.sector_size),
+        file.miner_id,
+        file.partition_index,
+        rayon::current_num_threads()
+    );
+    let dir = prove_params(&args.params, kind.into(), file.sector_size)?;
+    let (mut prove, timings) = pipeline_prover();
+    let start = Instant::now();
+    let proof = file.job(kind).prove(&dir, &mut prove)?;
+    let timings = timings.borrow().clone();
+    report(&proof, &timings, start.elapsed(), &args.out)
 }
 
 /// `cuzk prove snap`: the job as JSON `{"sector_size", "comm_r_old", "comm_r_new",
 /// "comm_d_new" (hex), "vanilla_proofs": [base64 of bincode PartitionProof, ...]}`
 /// (gen_vanilla's `snap-*.json`), default the built-in 2 KiB update.
 pub fn snap(args: &PostArgs) -> anyhow::Result<()> {
-    use base64::Engine as _;
-    let text = match &args.input {
-        Some(path) => {
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
-        }
-        None => DEFAULT_SNAP.to_string(),
-    };
-    let v: serde_json::Value = serde_json::from_str(&text).context("parsing the job JSON")?;
-    let sector_size = v["sector_size"].as_u64().context("sector_size")?;
-    let vanilla_proofs = v["vanilla_proofs"]
-        .as_array()
-        .context("vanilla_proofs")?
-        .iter()
-        .map(|p| {
-            let text = p.as_str().context("a vanilla proof is not a string")?;
-            base64::engine::general_purpose::STANDARD
-                .decode(text)
-                .context("a vanilla proof is not base64")
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let file = SnapJobFile::parse(&job_text(&args.input, DEFAULT_SNAP)?).context("the job file")?;
     println!(
         "cuzk prove: SnapDeals {}, backend cpu ({} threads)",
-        cuzk_filecoin::registered::format_sector_size(sector_size),
+        cuzk_filecoin::registered::format_sector_size(file.sector_size),
         rayon::current_num_threads()
     );
-    let dir = param_dir(&args.params)?;
-    if !cuzk_filecoin::snap::snap_param_files(&dir, sector_size)?.exist() && sector_size <= 8 << 20
-    {
-        println!("parameters: generating with cuzk's setup (seed {PARAMS_SEED}); once per machine");
-        cuzk_filecoin::snap::generate_snap_params(&dir, sector_size, PARAMS_SEED)?;
-    }
-    let job = cuzk_filecoin::snap::SnapJob {
-        sector_size,
-        comm_r_old: hex32(&v["comm_r_old"], "comm_r_old")?,
-        comm_r_new: hex32(&v["comm_r_new"], "comm_r_new")?,
-        comm_d_new: hex32(&v["comm_d_new"], "comm_d_new")?,
-        vanilla_proofs: &vanilla_proofs,
-    };
+    let dir = prove_params(&args.params, CircuitKind::Snap, file.sector_size)?;
     let (mut prove, timings) = pipeline_prover();
     let start = Instant::now();
-    let proof = job.prove(&dir, &mut prove)?;
+    let proof = file.job().prove(&dir, &mut prove)?;
     let timings = timings.borrow().clone();
     report(&proof, &timings, start.elapsed(), &args.out)
 }
@@ -321,10 +293,11 @@ pub fn porep(args: &PorepArgs) -> anyhow::Result<()> {
             sector_number: sector,
         },
     )?;
-    let dir = param_dir(&args.params)?;
-    if !job.param_files(&dir)?.exist() && c1.registered_proof.sector_size <= 8 << 20 {
-        make_params(&dir, c1.registered_proof)?;
-    }
+    let dir = prove_params(
+        &args.params,
+        CircuitKind::Porep,
+        c1.registered_proof.sector_size,
+    )?;
 
     let (mut prove, timings) = pipeline_prover();
     let start = Instant::now();

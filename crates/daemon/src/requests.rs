@@ -2,55 +2,28 @@
 //! `winning-*.json`, `window-*.json`, `snap-*.json`) and from C1 outputs, for the client
 //! command and tests.
 
-use base64::Engine as _;
+use cuzk_engine::filecoin::registered::SECTOR_SIZES;
+use cuzk_engine::filecoin::{FilecoinError, PostJobFile, SnapJobFile};
 
 use crate::proto::{ProofKind, SubmitProofRequest};
 use crate::DaemonError;
 
-fn bad(what: &str) -> DaemonError {
-    DaemonError::Client(format!("job JSON: {what}"))
+fn bad(e: FilecoinError) -> DaemonError {
+    DaemonError::Client(format!("job JSON: {e}"))
 }
 
-fn vanilla(v: &serde_json::Value) -> Result<Vec<Vec<u8>>, DaemonError> {
-    v["vanilla_proofs"]
-        .as_array()
-        .ok_or_else(|| bad("vanilla_proofs is missing"))?
-        .iter()
-        .map(|p| {
-            base64::engine::general_purpose::STANDARD
-                .decode(
-                    p.as_str()
-                        .ok_or_else(|| bad("a vanilla proof is not a string"))?,
-                )
-                .map_err(|_| bad("a vanilla proof is not base64"))
-        })
-        .collect()
-}
-
-fn hex_field(v: &serde_json::Value, key: &str) -> Result<Vec<u8>, DaemonError> {
-    hex::decode(
-        v[key]
-            .as_str()
-            .ok_or_else(|| bad(&format!("{key} is missing")))?,
-    )
-    .map_err(|_| bad(&format!("{key} is not hex")))
-}
-
-/// filecoin-ffi's index of a sector size (2 KiB = 0, ..., 64 GiB = 4).
-fn size_index(sector_size: u64) -> Result<u64, DaemonError> {
-    [2u64 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30]
+/// filecoin-ffi's index of a sector size (2 KiB = 0, ..., 64 GiB = 4); the job files' sizes
+/// are checked when they are parsed.
+fn size_index(sector_size: u64) -> u64 {
+    SECTOR_SIZES
         .iter()
         .position(|s| *s == sector_size)
-        .map(|i| i as u64)
-        .ok_or_else(|| bad(&format!("unknown sector size {sector_size}")))
+        .unwrap_or_default() as u64
 }
 
 /// A WinningPoSt or WindowPoSt request from `cuzk prove winning|window`'s JSON.
 pub fn post_request(json: &str, kind: ProofKind) -> Result<SubmitProofRequest, DaemonError> {
-    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| bad(&e.to_string()))?;
-    let sector_size = v["sector_size"]
-        .as_u64()
-        .ok_or_else(|| bad("sector_size"))?;
+    let file = PostJobFile::parse(json).map_err(bad)?;
     // WinningPoSt numbers 0-4; WindowPoSt V1_1 of the Go side (V1_2 in Rust) 10-14.
     let base = if kind == ProofKind::WinningPost {
         0
@@ -59,30 +32,27 @@ pub fn post_request(json: &str, kind: ProofKind) -> Result<SubmitProofRequest, D
     };
     Ok(SubmitProofRequest {
         proof_kind: kind as i32,
-        sector_size,
-        registered_proof: base + size_index(sector_size)?,
-        miner_id: v["miner_id"].as_u64().ok_or_else(|| bad("miner_id"))?,
-        randomness: hex_field(&v, "randomness")?,
-        partition_index: v["partition_index"].as_u64().unwrap_or(0) as u32,
-        vanilla_proofs: vanilla(&v)?,
+        sector_size: file.sector_size,
+        registered_proof: base + size_index(file.sector_size),
+        miner_id: file.miner_id,
+        randomness: file.randomness.to_vec(),
+        partition_index: file.partition_index as u32,
+        vanilla_proofs: file.vanilla_proofs,
         ..Default::default()
     })
 }
 
 /// A SnapDeals request from `cuzk prove snap`'s JSON.
 pub fn snap_request(json: &str) -> Result<SubmitProofRequest, DaemonError> {
-    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| bad(&e.to_string()))?;
-    let sector_size = v["sector_size"]
-        .as_u64()
-        .ok_or_else(|| bad("sector_size"))?;
+    let file = SnapJobFile::parse(json).map_err(bad)?;
     Ok(SubmitProofRequest {
         proof_kind: ProofKind::SnapDealsUpdate as i32,
-        sector_size,
-        registered_proof: size_index(sector_size)?,
-        comm_r_old: hex_field(&v, "comm_r_old")?,
-        comm_r_new: hex_field(&v, "comm_r_new")?,
-        comm_d_new: hex_field(&v, "comm_d_new")?,
-        vanilla_proofs: vanilla(&v)?,
+        sector_size: file.sector_size,
+        registered_proof: size_index(file.sector_size),
+        comm_r_old: file.comm_r_old.to_vec(),
+        comm_r_new: file.comm_r_new.to_vec(),
+        comm_d_new: file.comm_d_new.to_vec(),
+        vanilla_proofs: file.vanilla_proofs,
         ..Default::default()
     })
 }

@@ -35,6 +35,8 @@ pub mod synthetic;
 
 use std::path::PathBuf;
 
+/// cuzk-filecoin, re-exported so the daemon reads the job files the engine's kinds take.
+pub use cuzk_filecoin as filecoin;
 /// cuzk-telemetry, re-exported so the daemon records the engine's spans without naming it.
 pub use cuzk_telemetry as telemetry;
 
@@ -141,7 +143,8 @@ impl EngineError {
             EngineError::Filecoin(f) => matches!(
                 f,
                 F::Json(_)
-                    | F::Base64(_)
+                    | F::Base64 { .. }
+                    | F::Hex { .. }
                     | F::UnknownRegisteredProof(_)
                     | F::UnsupportedRegisteredProof(_)
                     | F::UnknownSectorSize(_)

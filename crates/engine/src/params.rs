@@ -23,8 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use cuzk_filecoin::post::PostKind;
-use cuzk_filecoin::{ParamFiles, RegisteredSealProof};
+use cuzk_filecoin::{CircuitKind, ParamFiles, RegisteredSealProof};
 use cuzk_groth16::{Check, MappedParameters, Parameters};
 
 use crate::backend::ProofBackend;
@@ -127,6 +126,17 @@ impl Circuit {
         }
     }
 
+    /// The Filecoin circuit kind and sector size, or (`Err`) a synthetic circuit's log size.
+    fn filecoin(self) -> Result<(CircuitKind, u64), u32> {
+        match self {
+            Circuit::Porep(s) => Ok((CircuitKind::Porep, s)),
+            Circuit::Winning(s) => Ok((CircuitKind::Winning, s)),
+            Circuit::Window(s) => Ok((CircuitKind::Window, s)),
+            Circuit::Snap(s) => Ok((CircuitKind::Snap, s)),
+            Circuit::Synthetic(n) => Err(n),
+        }
+    }
+
     /// The circuit's files in `filecoin_dir` (Filecoin kinds, filecoin-proofs' names) or
     /// `synthetic_dir`.
     pub fn files(
@@ -134,66 +144,34 @@ impl Circuit {
         filecoin_dir: &Path,
         synthetic_dir: &Path,
     ) -> Result<ParamFiles, EngineError> {
-        Ok(match self {
-            Circuit::Porep(s) => {
-                cuzk_filecoin::porep::param_files(filecoin_dir, RegisteredSealProof::v1_1(s)?)?
-            }
-            Circuit::Winning(s) => {
-                cuzk_filecoin::post::post_param_files(filecoin_dir, PostKind::Winning, s)?
-            }
-            Circuit::Window(s) => {
-                cuzk_filecoin::post::post_param_files(filecoin_dir, PostKind::Window, s)?
-            }
-            Circuit::Snap(s) => cuzk_filecoin::snap::snap_param_files(filecoin_dir, s)?,
-            Circuit::Synthetic(n) => {
-                let id = format!("cuzk-synthetic-{n}-seed{TEST_PARAMS_SEED}");
-                let file = |ext: &str| synthetic_dir.join(format!("{id}.{ext}"));
-                ParamFiles {
-                    params: file("params"),
-                    vk: file("vk"),
-                    meta: file("meta"),
-                    sector_size: 0,
-                    id,
-                }
-            }
+        let n = match self.filecoin() {
+            Ok((kind, size)) => return Ok(kind.param_files(filecoin_dir, size)?),
+            Err(n) => n,
+        };
+        let id = format!("cuzk-synthetic-{n}-seed{TEST_PARAMS_SEED}");
+        let file = |ext: &str| synthetic_dir.join(format!("{id}.{ext}"));
+        Ok(ParamFiles {
+            params: file("params"),
+            vk: file("vk"),
+            meta: file("meta"),
+            sector_size: 0,
+            id,
         })
     }
 
     /// Makes the circuit's parameters with cuzk's setup (test sizes and synthetic only).
     fn generate(self, filecoin_dir: &Path, files: &ParamFiles) -> Result<(), EngineError> {
         let seed = TEST_PARAMS_SEED;
-        let too_large = |s: u64| {
-            if s > MAX_GENERATED_SECTOR {
-                Err(EngineError::MissingParameters {
+        match self.filecoin() {
+            Ok((_, size)) if size > MAX_GENERATED_SECTOR => {
+                return Err(EngineError::MissingParameters {
                     path: files.params.clone(),
                 })
-            } else {
-                Ok(())
             }
-        };
-        match self {
-            Circuit::Porep(s) => {
-                too_large(s)?;
-                cuzk_filecoin::porep::generate_params(
-                    filecoin_dir,
-                    RegisteredSealProof::v1_1(s)?,
-                    seed,
-                )?;
+            Ok((kind, size)) => {
+                kind.generate_params(filecoin_dir, size, seed)?;
             }
-            Circuit::Winning(s) | Circuit::Window(s) => {
-                too_large(s)?;
-                let kind = if matches!(self, Circuit::Winning(_)) {
-                    PostKind::Winning
-                } else {
-                    PostKind::Window
-                };
-                cuzk_filecoin::post::generate_post_params(filecoin_dir, kind, s, seed)?;
-            }
-            Circuit::Snap(s) => {
-                too_large(s)?;
-                cuzk_filecoin::snap::generate_snap_params(filecoin_dir, s, seed)?;
-            }
-            Circuit::Synthetic(n) => {
+            Err(n) => {
                 let input = SyntheticInput {
                     log_size: n,
                     seed: 0,

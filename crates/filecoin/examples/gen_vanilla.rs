@@ -14,8 +14,9 @@ use cuzk_filecoin::filecoin_proofs::{
     self, add_piece, seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2,
     with_shape, MerkleTreeTrait, PieceInfo, UnpaddedBytesAmount,
 };
+use cuzk_filecoin::jobs::encode_hex;
 use cuzk_filecoin::post::PostKind;
-use cuzk_filecoin::{prover_id, C1Output, RegisteredSealProof};
+use cuzk_filecoin::{prover_id, C1Output, PostJobFile, RegisteredSealProof, SnapJobFile};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 
@@ -39,10 +40,10 @@ fn main() -> anyhow::Result<()> {
         "registered_proof_name": registered.to_string(),
         "miner_id": MINER_ID,
         "sector_number": SECTOR_NUMBER,
-        "comm_r": hex(&c1.comm_r),
-        "comm_d": hex(&c1.comm_d),
-        "ticket": hex(&c1.ticket),
-        "seed": hex(&c1.seed),
+        "comm_r": encode_hex(&c1.comm_r),
+        "comm_d": encode_hex(&c1.comm_d),
+        "ticket": encode_hex(&c1.ticket),
+        "seed": encode_hex(&c1.seed),
     });
     std::fs::write(
         out.join(format!("porep-{name}.meta.json")),
@@ -50,10 +51,6 @@ fn main() -> anyhow::Result<()> {
     )?;
     println!("wrote {}", c1_path.display());
     Ok(())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn seal<Tree: 'static + MerkleTreeTrait<Hasher = filecoin_proofs::TreeRHasher>>(
@@ -121,7 +118,6 @@ fn post<Tree: 'static + MerkleTreeTrait>(
     out_dir: &std::path::Path,
     name: &str,
 ) -> anyhow::Result<()> {
-    use base64::Engine as _;
     let config = cuzk_filecoin::post::post_config(kind, registered.sector_size)?;
     let mut randomness = [0u8; 32];
     rng.fill_bytes(&mut randomness);
@@ -148,23 +144,22 @@ fn post<Tree: 'static + MerkleTreeTrait>(
         &challenges[&sector],
     )
     .context("generate_single_vanilla_proof")?;
-    let bytes = bincode::serialize(&proof)?;
-    let json = serde_json::json!({
-        "sector_size": registered.sector_size,
-        "miner_id": MINER_ID,
-        "sector_number": SECTOR_NUMBER,
-        "comm_r": hex(&comm_r),
-        "randomness": hex(&randomness),
-        "partition_index": 0,
-        "vanilla_proofs": [base64::engine::general_purpose::STANDARD.encode(bytes)],
-    });
+    let file = PostJobFile {
+        sector_size: registered.sector_size,
+        miner_id: MINER_ID,
+        sector_number: Some(SECTOR_NUMBER),
+        comm_r: Some(comm_r),
+        randomness,
+        partition_index: 0,
+        vanilla_proofs: vec![bincode::serialize(&proof)?],
+    };
     let prefix = match kind {
         PostKind::Winning => "winning",
         PostKind::Window => "window",
     };
     std::fs::write(
         out_dir.join(format!("{prefix}-{name}.json")),
-        serde_json::to_string_pretty(&json)? + "\n",
+        file.to_json(),
     )?;
     Ok(())
 }
@@ -181,7 +176,6 @@ fn snap<Tree: 'static + MerkleTreeTrait<Hasher = filecoin_proofs::TreeRHasher>>(
     out_dir: &std::path::Path,
     name: &str,
 ) -> anyhow::Result<()> {
-    use base64::Engine as _;
     let porep = registered.porep_config();
     let config = filecoin_proofs::SectorUpdateConfig::from_porep_config(&porep);
     let unpadded = UnpaddedBytesAmount::from(porep.padded_bytes_amount());
@@ -217,20 +211,16 @@ fn snap<Tree: 'static + MerkleTreeTrait<Hasher = filecoin_proofs::TreeRHasher>>(
         &replica_cache,
     )
     .context("generate_partition_proofs")?;
-    let vanilla: Vec<String> = proofs
-        .iter()
-        .map(|p| Ok(base64::engine::general_purpose::STANDARD.encode(bincode::serialize(p)?)))
-        .collect::<anyhow::Result<_>>()?;
-    let json = serde_json::json!({
-        "sector_size": registered.sector_size,
-        "comm_r_old": hex(&comm_r_old),
-        "comm_r_new": hex(&encoded.comm_r_new),
-        "comm_d_new": hex(&encoded.comm_d_new),
-        "vanilla_proofs": vanilla,
-    });
-    std::fs::write(
-        out_dir.join(format!("snap-{name}.json")),
-        serde_json::to_string_pretty(&json)? + "\n",
-    )?;
+    let file = SnapJobFile {
+        sector_size: registered.sector_size,
+        comm_r_old,
+        comm_r_new: encoded.comm_r_new,
+        comm_d_new: encoded.comm_d_new,
+        vanilla_proofs: proofs
+            .iter()
+            .map(bincode::serialize)
+            .collect::<Result<_, _>>()?,
+    };
+    std::fs::write(out_dir.join(format!("snap-{name}.json")), file.to_json())?;
     Ok(())
 }

@@ -13,11 +13,11 @@
 
 use std::collections::BTreeMap;
 
-use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::error::FilecoinError;
+use crate::jobs::{decode_base64, encode_base64};
 use crate::registered::{format_sector_size, RegisteredSealProof};
 
 /// A parsed C1 output, the vanilla proofs still raw JSON.
@@ -76,9 +76,7 @@ impl C1Output {
             .map_err(|e| FilecoinError::InvalidInput(format!("the C1 output is not UTF-8: {e}")))?;
         if text.trim_start().starts_with('{') && text.contains("\"Phase1Out\"") {
             let wrapper: CurioWrapper = serde_json::from_str(text).map_err(FilecoinError::Json)?;
-            let inner = base64::engine::general_purpose::STANDARD
-                .decode(wrapper.phase1_out.trim())
-                .map_err(|e| FilecoinError::Base64(e.to_string()))?;
+            let inner = decode_base64("the C1 wrapper's Phase1Out", &wrapper.phase1_out)?;
             let mut out = Self::parse_phase1(&inner, registered_proof)?;
             if out.registered_proof.sector_size != wrapper.sector_size {
                 return Err(FilecoinError::Mismatch {
@@ -146,7 +144,7 @@ impl C1Output {
 
     /// Curio's wrapper around [`Self::to_api_json`].
     pub fn to_curio_json(&self, sector_number: u64) -> String {
-        let phase1 = base64::engine::general_purpose::STANDARD.encode(self.to_api_json());
+        let phase1 = encode_base64(self.to_api_json().as_bytes());
         format!(
             "{{\"SectorNum\":{sector_number},\"Phase1Out\":\"{phase1}\",\"SectorSize\":{}}}",
             self.registered_proof.sector_size

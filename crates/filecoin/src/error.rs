@@ -6,12 +6,16 @@ use std::path::PathBuf;
 /// parameters from a prover failure.
 #[derive(Debug, thiserror::Error)]
 pub enum FilecoinError {
-    /// The input is not JSON, or not the JSON of a C1 output (truncated, wrong fields).
-    #[error("the C1 output is not valid JSON of a known form: {0}")]
+    /// The input is not JSON, or not the JSON of a C1 output or job file (truncated, wrong
+    /// fields).
+    #[error("the input is not valid JSON of a known form: {0}")]
     Json(#[source] serde_json::Error),
-    /// Curio's wrapper carried a `Phase1Out` that is not base64.
-    #[error("the C1 wrapper's Phase1Out is not valid base64: {0}")]
-    Base64(String),
+    /// A value that must be base64 is not (Curio's `Phase1Out`, a job file's vanilla proof).
+    #[error("{what} is not valid base64: {detail}")]
+    Base64 { what: String, detail: String },
+    /// A value that must be 32 bytes in hex is not (a job file's commitment or randomness).
+    #[error("{what} is not 32 bytes in hex: {detail}")]
+    Hex { what: String, detail: String },
     /// A registered proof name or number that filecoin-proofs does not know.
     #[error("unknown registered seal proof {0}")]
     UnknownRegisteredProof(String),
@@ -32,9 +36,10 @@ pub enum FilecoinError {
     /// The C1 output carries no registered proof and none was given.
     #[error("the C1 output names no registered proof; pass one")]
     MissingRegisteredProof,
-    /// A value of the C1 output that filecoin-proofs rejects (an all-zero commitment, no vanilla
-    /// proofs, a commitment that is not a field element, the wrong number of partitions).
-    #[error("invalid C1 output: {0}")]
+    /// A value of the input that filecoin-proofs rejects (in a C1 output: an all-zero
+    /// commitment, no vanilla proofs, a commitment that is not a field element, the wrong number
+    /// of partitions; a vanilla proof that does not decode; an unknown circuit kind).
+    #[error("invalid input: {0}")]
     InvalidInput(String),
     /// The vanilla proofs of `partition` do not satisfy its circuit: they were tampered with, or
     /// belong to another sector, miner or seed.

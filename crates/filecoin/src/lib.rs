@@ -9,6 +9,9 @@
 //! - [`post`]: WinningPoSt from the vanilla proofs `generate_winning_post_with_vanilla` takes.
 //! - [`snap`]: SnapDeals from the vanilla proofs `generate_empty_sector_update_proof_with_vanilla`
 //!   takes.
+//! - [`jobs`]: the JSON job files of the vanilla-proof kinds, and the one base64 and hex
+//!   decoding every input uses.
+//! - [`kinds`]: every circuit by kind and sector size: its parameter files, and generating them.
 //! - [`params`]: filecoin-proofs' parameter cache (`v28-<id>.params`, `.vk`, `.meta`), read
 //!   with cuzk's reader and generated with cuzk's setup for test sector sizes.
 //! - [`registered`]: registered seal proofs by number and name, sector sizes, prover ids.
@@ -18,6 +21,8 @@
 
 pub mod c1;
 mod error;
+pub mod jobs;
+pub mod kinds;
 pub mod params;
 pub mod porep;
 pub mod post;
@@ -27,6 +32,8 @@ pub mod snap;
 
 pub use c1::C1Output;
 pub use error::FilecoinError;
+pub use jobs::{PostJobFile, SnapJobFile};
+pub use kinds::CircuitKind;
 pub use params::ParamFiles;
 pub use porep::{PorepJob, SectorId};
 pub use prove::{read_checked, FilecoinProof, PartitionProver, PartitionReport, PROOF_BYTES};

@@ -188,13 +188,15 @@ fn prepare<'a, Tree: 'static + MerkleTreeTrait>(
     let c1 = job.c1;
     let invalid = |m: &str| FilecoinError::InvalidInput(m.to_string());
     if c1.comm_d == [0; 32] {
-        return Err(invalid("all-zero commitment (comm_d)"));
+        return Err(invalid("the C1 output's comm_d is all zeros"));
     }
     if c1.comm_r == [0; 32] {
-        return Err(invalid("all-zero commitment (comm_r)"));
+        return Err(invalid("the C1 output's comm_r is all zeros"));
     }
     if c1.seed == [0; 32] {
-        return Err(invalid("all-zero PoRep challenge seed"));
+        return Err(invalid(
+            "the C1 output's seed (the PoRep challenge seed) is all zeros",
+        ));
     }
     let vanilla: Vec<Vec<VanillaSealProof<Tree>>> =
         serde_json::from_str(c1.vanilla_proofs.get()).map_err(FilecoinError::Json)?;

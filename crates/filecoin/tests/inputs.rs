@@ -1,15 +1,18 @@
 //! Bad input gets a typed error naming its cause, never a panic: each form of the C1 output
 //! parses to the same thing; truncated or non-JSON input, bad base64, unknown or mismatched
 //! registered proofs and sector sizes, another sector's number, and parameters of another
-//! circuit are refused.
+//! circuit are refused. The C1 wrapper and the PoSt and SnapDeals job files read back what
+//! they write, and a job file's bad JSON, base64, hex or sector size is a typed error too.
 
 use std::path::Path;
 
-use base64::Engine as _;
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
+use cuzk_filecoin::jobs::decode_base64;
 use cuzk_filecoin::porep::param_files;
-use cuzk_filecoin::{C1Output, FilecoinError, PorepJob, RegisteredSealProof, SectorId};
+use cuzk_filecoin::{
+    C1Output, FilecoinError, PorepJob, PostJobFile, RegisteredSealProof, SectorId, SnapJobFile,
+};
 use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
 use rand_core::SeedableRng;
 
@@ -32,12 +35,7 @@ fn parse(bytes: &[u8], registered: Option<RegisteredSealProof>) -> Result<C1Outp
 fn api_json() -> String {
     let wrapper: serde_json::Value = serde_json::from_slice(&c1_bytes()).unwrap();
     let b64 = wrapper["Phase1Out"].as_str().unwrap();
-    String::from_utf8(
-        base64::engine::general_purpose::STANDARD
-            .decode(b64)
-            .unwrap(),
-    )
-    .unwrap()
+    String::from_utf8(decode_base64("Phase1Out", b64).unwrap()).unwrap()
 }
 
 /// filecoin-proofs' own JSON: no registered proof, the vanilla proofs a bare array.
@@ -91,7 +89,123 @@ fn truncated_and_non_json_input() {
 #[test]
 fn bad_base64() {
     let bad = br#"{"SectorNum":1,"Phase1Out":"not*base64!","SectorSize":2048}"#;
-    assert!(matches!(parse(bad, None), Err(FilecoinError::Base64(_))));
+    match parse(bad, None) {
+        Err(FilecoinError::Base64 { what, .. }) => assert!(what.contains("Phase1Out"), "{what}"),
+        other => panic!("expected Base64, got {other:?}"),
+    }
+}
+
+#[test]
+fn c1_wrapper_round_trips() {
+    let bytes = c1_bytes();
+    let c1 = parse(&bytes, None).unwrap();
+    // gen_vanilla wrote the file with to_curio_json: parse and write give it back, byte for byte.
+    let written = c1.to_curio_json(1);
+    assert_eq!(written.as_bytes(), &bytes[..]);
+    let again = parse(written.as_bytes(), None).unwrap();
+    assert_eq!(again.registered_proof, c1.registered_proof);
+    assert_eq!(again.sector_number, Some(1));
+    assert_eq!(again.vanilla_proofs.get(), c1.vanilla_proofs.get());
+    assert_eq!(
+        (
+            again.comm_r,
+            again.comm_d,
+            again.replica_id,
+            again.seed,
+            again.ticket
+        ),
+        (c1.comm_r, c1.comm_d, c1.replica_id, c1.seed, c1.ticket)
+    );
+}
+
+fn job_text(file: &str) -> String {
+    std::fs::read_to_string(Path::new(TESTDATA).join(file)).expect("testdata")
+}
+
+#[test]
+fn job_files_round_trip() {
+    for file in ["winning-2KiB.json", "window-2KiB.json"] {
+        let job = PostJobFile::parse(&job_text(file)).unwrap();
+        assert_eq!(job.sector_size, 2048);
+        assert!(
+            job.comm_r.is_some() && job.sector_number == Some(1),
+            "{file}"
+        );
+        let written = job.to_json();
+        assert_eq!(PostJobFile::parse(&written).unwrap(), job, "{file}");
+        assert_eq!(PostJobFile::parse(&written).unwrap().to_json(), written);
+    }
+    let snap = SnapJobFile::parse(&job_text("snap-2KiB.json")).unwrap();
+    assert_eq!(snap.vanilla_proofs.len(), 1);
+    assert_eq!(SnapJobFile::parse(&snap.to_json()).unwrap(), snap);
+}
+
+/// The test job file `file` with the JSON value at `key` replaced by `value`.
+fn edited(file: &str, key: &str, value: serde_json::Value) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(&job_text(file)).unwrap();
+    v[key] = value;
+    v.to_string()
+}
+
+#[test]
+fn bad_job_files() {
+    use serde_json::json;
+    let post = |text: &str| PostJobFile::parse(text).map(|_| ());
+    let snap = |text: &str| SnapJobFile::parse(text).map(|_| ());
+    let winning = job_text("winning-2KiB.json");
+
+    // Truncated, not JSON, a field missing or of the wrong type.
+    assert!(matches!(
+        post(&winning[..winning.len() / 2]),
+        Err(FilecoinError::Json(_))
+    ));
+    assert!(matches!(post("winning"), Err(FilecoinError::Json(_))));
+    let no_miner = edited("winning-2KiB.json", "miner_id", json!(null));
+    assert!(matches!(post(&no_miner), Err(FilecoinError::Json(_))));
+    let snap_text = job_text("snap-2KiB.json");
+    assert!(matches!(
+        snap(&snap_text[..100]),
+        Err(FilecoinError::Json(_))
+    ));
+
+    // Base64 and hex that do not decode name the value.
+    let text = edited("window-2KiB.json", "vanilla_proofs", json!(["AAAA", "*"]));
+    match post(&text) {
+        Err(FilecoinError::Base64 { what, .. }) => assert_eq!(what, "vanilla proof 1"),
+        other => panic!("expected Base64, got {other:?}"),
+    }
+    for (file, key) in [
+        ("winning-2KiB.json", "randomness"),
+        ("winning-2KiB.json", "comm_r"),
+        ("snap-2KiB.json", "comm_d_new"),
+    ] {
+        for value in ["00ff", &"g".repeat(64)] {
+            let text = edited(file, key, json!(value));
+            let result = if file.starts_with("snap") {
+                snap(&text)
+            } else {
+                post(&text)
+            };
+            match result {
+                Err(FilecoinError::Hex { what, .. }) => assert_eq!(what, key),
+                other => panic!("{file} {key}={value}: expected Hex, got {other:?}"),
+            }
+        }
+    }
+
+    // A sector size that is not Filecoin's; no vanilla proofs.
+    let text = edited("winning-2KiB.json", "sector_size", json!(4096));
+    assert!(matches!(
+        post(&text),
+        Err(FilecoinError::UnknownSectorSize(4096))
+    ));
+    let text = edited("snap-2KiB.json", "sector_size", json!(1));
+    assert!(matches!(
+        snap(&text),
+        Err(FilecoinError::UnknownSectorSize(1))
+    ));
+    let text = edited("snap-2KiB.json", "vanilla_proofs", json!([]));
+    assert!(matches!(snap(&text), Err(FilecoinError::InvalidInput(_))));
 }
 
 #[test]

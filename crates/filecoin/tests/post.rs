@@ -6,15 +6,14 @@
 
 use std::path::{Path, PathBuf};
 
-use base64::Engine as _;
 use cuzk_filecoin::filecoin_proofs::{self, PublicReplicaInfo, SectorShape2KiB};
 use cuzk_filecoin::post::{generate_post_params, post_circuits, post_config, PostJob, PostKind};
-use cuzk_filecoin::FilecoinError;
+use cuzk_filecoin::{FilecoinError, PostJobFile};
 use cuzk_groth16::{Parameters, ProvingAssignment};
 
 mod common;
 
-use common::{hex32, TESTDATA};
+use common::TESTDATA;
 
 /// The seed of this file's r and s.
 const SEED: u64 = 2000;
@@ -33,22 +32,13 @@ fn case(kind: PostKind) -> Case {
         PostKind::Window => "window-2KiB.json",
     };
     let text = std::fs::read_to_string(Path::new(TESTDATA).join(file)).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let f = PostJobFile::parse(&text).unwrap();
     Case {
-        randomness: hex32(&v["randomness"]),
-        comm_r: hex32(&v["comm_r"]),
-        miner_id: v["miner_id"].as_u64().unwrap(),
-        sector_number: v["sector_number"].as_u64().unwrap(),
-        vanilla_proofs: v["vanilla_proofs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| {
-                base64::engine::general_purpose::STANDARD
-                    .decode(p.as_str().unwrap())
-                    .unwrap()
-            })
-            .collect(),
+        randomness: f.randomness,
+        comm_r: f.comm_r.expect("comm_r"),
+        miner_id: f.miner_id,
+        sector_number: f.sector_number.expect("sector_number"),
+        vanilla_proofs: f.vanilla_proofs,
     }
 }
 

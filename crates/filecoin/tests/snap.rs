@@ -5,15 +5,14 @@
 
 use std::path::{Path, PathBuf};
 
-use base64::Engine as _;
 use cuzk_filecoin::filecoin_proofs::{self, SectorShape2KiB};
 use cuzk_filecoin::snap::{generate_snap_params, snap_circuits, snap_param_files, SnapJob};
-use cuzk_filecoin::{FilecoinError, RegisteredSealProof};
+use cuzk_filecoin::{FilecoinError, RegisteredSealProof, SnapJobFile};
 use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
 
 mod common;
 
-use common::{hex32, TESTDATA};
+use common::TESTDATA;
 
 /// The seed of this file's r and s.
 const SEED: u64 = 3000;
@@ -27,21 +26,12 @@ struct Case {
 
 fn case() -> Case {
     let text = std::fs::read_to_string(Path::new(TESTDATA).join("snap-2KiB.json")).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let f = SnapJobFile::parse(&text).unwrap();
     Case {
-        comm_r_old: hex32(&v["comm_r_old"]),
-        comm_r_new: hex32(&v["comm_r_new"]),
-        comm_d_new: hex32(&v["comm_d_new"]),
-        vanilla_proofs: v["vanilla_proofs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| {
-                base64::engine::general_purpose::STANDARD
-                    .decode(p.as_str().unwrap())
-                    .unwrap()
-            })
-            .collect(),
+        comm_r_old: f.comm_r_old,
+        comm_r_new: f.comm_r_new,
+        comm_d_new: f.comm_d_new,
+        vanilla_proofs: f.vanilla_proofs,
     }
 }
 

@@ -195,10 +195,7 @@ fn json(file: &str) -> serde_json::Value {
 }
 
 fn hex32(v: &serde_json::Value) -> [u8; 32] {
-    hex::decode(v.as_str().unwrap())
-        .unwrap()
-        .try_into()
-        .unwrap()
+    cuzk_filecoin::jobs::decode_hex32("a 32-byte value", v.as_str().unwrap()).unwrap()
 }
 
 /// The built-in 2 KiB requests (testdata/filecoin/).
@@ -212,18 +209,17 @@ pub fn porep_request() -> proto::SubmitProofRequest {
 /// The built-in PoRep request with one digit of its first data leaf changed: well-formed
 /// input that does not satisfy the circuit.
 pub fn tampered_porep_request() -> proto::SubmitProofRequest {
-    use base64::Engine as _;
-    let b64 = base64::engine::general_purpose::STANDARD;
+    use cuzk_filecoin::jobs::{decode_base64, encode_base64};
     let mut r = porep_request();
     let mut wrapper: serde_json::Value = serde_json::from_slice(&r.vanilla_proof).unwrap();
-    let inner = b64.decode(wrapper["Phase1Out"].as_str().unwrap()).unwrap();
+    let inner = decode_base64("Phase1Out", wrapper["Phase1Out"].as_str().unwrap()).unwrap();
     let raw = String::from_utf8(inner).unwrap();
     let at = raw.find("\"leaf\":[").unwrap();
     let digits = raw[at..].find(|c: char| c.is_ascii_digit()).unwrap() + at;
     let end = raw[digits..].find(|c: char| !c.is_ascii_digit()).unwrap() + digits;
     let old: u32 = raw[digits..end].parse().unwrap();
     let new = format!("{}{}{}", &raw[..digits], (old + 1) % 100, &raw[end..]);
-    wrapper["Phase1Out"] = serde_json::Value::String(b64.encode(new));
+    wrapper["Phase1Out"] = serde_json::Value::String(encode_base64(new.as_bytes()));
     r.vanilla_proof = serde_json::to_vec(&wrapper).unwrap();
     r
 }

@@ -17,12 +17,7 @@ pub const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/
 
 /// A 32-byte value written as 64 hex digits.
 pub fn hex32(v: &serde_json::Value) -> [u8; 32] {
-    let s = v.as_str().expect("hex string");
-    let mut out = [0u8; 32];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).expect("hex");
-    }
-    out
+    cuzk_filecoin::jobs::decode_hex32("a 32-byte value", v.as_str().expect("a string")).unwrap()
 }
 
 /// The per-machine parameter folder the CLI uses (`$CUZK_CACHE_DIR`, else `~/.cache/cuzk`, then

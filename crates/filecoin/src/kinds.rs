@@ -1,0 +1,151 @@
+//! Every circuit cuzk-filecoin proves, named by its kind and sector size: its parameter files
+//! under filecoin-proofs' names, and generating them with cuzk's setup.
+//!
+//! The parameter cache is keyed by content: a file's name is filecoin-proofs' cache identifier,
+//! a hash of the circuit's public parameters, so one folder holds every kind and size side by
+//! side, a file found there belongs to its circuit, and generating what exists is a no-op
+//! ([`crate::params::generate`]). The seed of cuzk's setup is the caller's: it names the folder
+//! (cuzk's CLI, the engine and the tests use `filecoin-params/seed-0`).
+
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+use crate::error::FilecoinError;
+use crate::params::{GenerateReport, ParamFiles};
+use crate::post::PostKind;
+use crate::registered::RegisteredSealProof;
+
+/// A Filecoin circuit family; with a sector size it names one circuit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CircuitKind {
+    /// PoRep C2 (`StackedCompound`, the V1_1 registered proof of the size).
+    Porep,
+    /// WinningPoSt (`FallbackPoStCompound`, one sector, 66 challenges).
+    Winning,
+    /// WindowPoSt, one partition (`FallbackPoStCompound`).
+    Window,
+    /// SnapDeals (`EmptySectorUpdateCompound`).
+    Snap,
+}
+
+impl CircuitKind {
+    /// Every kind, in the order `cuzk params --kind all` makes them.
+    pub const ALL: [CircuitKind; 4] = [
+        CircuitKind::Porep,
+        CircuitKind::Winning,
+        CircuitKind::Window,
+        CircuitKind::Snap,
+    ];
+
+    /// The kind's name on the command line: `porep`, `winning`, `window`, `snap`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CircuitKind::Porep => "porep",
+            CircuitKind::Winning => "winning",
+            CircuitKind::Window => "window",
+            CircuitKind::Snap => "snap",
+        }
+    }
+
+    /// The parameter files of this kind's circuit of `sector_size`, in `dir`.
+    pub fn param_files(self, dir: &Path, sector_size: u64) -> Result<ParamFiles, FilecoinError> {
+        match self {
+            CircuitKind::Porep => {
+                crate::porep::param_files(dir, RegisteredSealProof::v1_1(sector_size)?)
+            }
+            CircuitKind::Winning => {
+                crate::post::post_param_files(dir, PostKind::Winning, sector_size)
+            }
+            CircuitKind::Window => {
+                crate::post::post_param_files(dir, PostKind::Window, sector_size)
+            }
+            CircuitKind::Snap => crate::snap::snap_param_files(dir, sector_size),
+        }
+    }
+
+    /// Makes this kind's parameters of `sector_size` in `dir` with cuzk's setup seeded by
+    /// `seed`, unless they exist (then the report says `cached`).
+    pub fn generate_params(
+        self,
+        dir: &Path,
+        sector_size: u64,
+        seed: u64,
+    ) -> Result<(ParamFiles, GenerateReport), FilecoinError> {
+        match self {
+            CircuitKind::Porep => {
+                crate::porep::generate_params(dir, RegisteredSealProof::v1_1(sector_size)?, seed)
+            }
+            CircuitKind::Winning => {
+                crate::post::generate_post_params(dir, PostKind::Winning, sector_size, seed)
+            }
+            CircuitKind::Window => {
+                crate::post::generate_post_params(dir, PostKind::Window, sector_size, seed)
+            }
+            CircuitKind::Snap => crate::snap::generate_snap_params(dir, sector_size, seed),
+        }
+    }
+}
+
+impl From<PostKind> for CircuitKind {
+    fn from(kind: PostKind) -> Self {
+        match kind {
+            PostKind::Winning => CircuitKind::Winning,
+            PostKind::Window => CircuitKind::Window,
+        }
+    }
+}
+
+impl fmt::Display for CircuitKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for CircuitKind {
+    type Err = FilecoinError;
+
+    fn from_str(s: &str) -> Result<Self, FilecoinError> {
+        CircuitKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                FilecoinError::InvalidInput(format!(
+                    "unknown circuit kind {s:?} (porep, winning, window or snap)"
+                ))
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_have_distinct_files_by_filecoin_proofs_names() {
+        let dir = Path::new("/nonexistent");
+        let files: Vec<ParamFiles> = CircuitKind::ALL
+            .iter()
+            .map(|k| k.param_files(dir, 2048).unwrap())
+            .collect();
+        for (i, f) in files.iter().enumerate() {
+            assert!(f.params.starts_with(dir));
+            assert!(f.params.to_str().unwrap().ends_with(".params"));
+            for g in &files[i + 1..] {
+                assert_ne!(f.id, g.id);
+            }
+        }
+        assert!(files[0].id.starts_with("stacked-proof-of-replication-"));
+        for kind in CircuitKind::ALL {
+            assert_eq!(kind.name().parse::<CircuitKind>().unwrap(), kind);
+        }
+        assert!(matches!(
+            "seal".parse::<CircuitKind>(),
+            Err(FilecoinError::InvalidInput(_))
+        ));
+        assert!(matches!(
+            CircuitKind::Snap.param_files(dir, 4096),
+            Err(FilecoinError::UnknownSectorSize(4096))
+        ));
+    }
+}
