@@ -3,13 +3,14 @@
 //! its next partition, and a restart on the same folder runs what had not ended and still
 //! answers for what had. (The daemon's tests drive the same through the binary.)
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cuzk_engine::{
-    CpuProofBackend, Engine, EngineConfig, EngineError, JobRequest, JobState, ParamConfig,
-    Priority, ProofBackend,
+    CpuProofBackend, Engine, EngineError, JobRequest, JobState, Priority, ProofBackend,
 };
 
 fn engine(dir: &Path) -> Engine {
@@ -17,20 +18,7 @@ fn engine(dir: &Path) -> Engine {
 }
 
 fn engine_with(dir: &Path, workers: usize) -> Engine {
-    let config = EngineConfig {
-        data_dir: dir.join("data"),
-        params: ParamConfig {
-            filecoin_dir: dir.join("filecoin"),
-            synthetic_dir: dir.join("params"),
-            generate_test_params: false,
-            budget_bytes: u64::MAX,
-        },
-        group_window: 0,
-        retention: Duration::from_secs(3600),
-        max_attempts: 3,
-        spool_threshold: 64 << 10,
-        pce_dir: None,
-    };
+    let config = common::config(dir);
     let backends: Vec<Arc<dyn ProofBackend>> = (0..workers)
         .map(|_| Arc::new(CpuProofBackend::new(true)) as Arc<dyn ProofBackend>)
         .collect();

@@ -8,14 +8,14 @@
 //! run at once).
 #![cfg(feature = "emu")]
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use cuzk_engine::gpu::{GpuProofBackend, PolicyKind};
-use cuzk_engine::{
-    CpuProofBackend, Engine, EngineConfig, JobRequest, JobState, ParamConfig, ProofBackend,
-};
+use cuzk_engine::{CpuProofBackend, Engine, JobRequest, JobState, ProofBackend};
 use cuzk_gpu::emu::{fail_next, set_device_count, Fault};
 
 const WAIT: Option<Duration> = Some(Duration::from_secs(120));
@@ -47,20 +47,7 @@ fn engine(
         .iter()
         .map(|g| Arc::clone(g) as Arc<dyn ProofBackend>)
         .collect();
-    let config = EngineConfig {
-        data_dir: dir.join("data"),
-        params: ParamConfig {
-            filecoin_dir: dir.join("filecoin"),
-            synthetic_dir: dir.join("params"),
-            generate_test_params: false,
-            budget_bytes: u64::MAX,
-        },
-        group_window: 0,
-        retention: Duration::from_secs(3600),
-        max_attempts: 3,
-        spool_threshold: 64 << 10,
-        pce_dir: None,
-    };
+    let config = common::config(dir);
     (Engine::start(config, backends, None).unwrap(), gpus)
 }
 
