@@ -96,7 +96,7 @@ impl Chosen {
                     info.name,
                     info.total_memory as f64 / (1u64 << 30) as f64,
                     gpus.len(),
-                    gpus[0].policy().unwrap_or("no policy")
+                    gpus[0].policy()
                 )
             }
         }

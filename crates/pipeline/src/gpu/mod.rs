@@ -280,8 +280,8 @@ impl GpuBackend {
     }
 
     /// The name of the interlock policy the device's workers share.
-    pub fn policy(&self) -> Option<&'static str> {
-        Some(self.share.policy.name())
+    pub fn policy(&self) -> &'static str {
+        self.share.policy.name()
     }
 
     /// The device's arena: resident parameters and partitions' reservations.
@@ -634,7 +634,7 @@ impl Backend for GpuBackend {
         let demand = self.demand(shape);
         let (stage_bytes, compute_bytes) = (demand.stage_bytes, demand.compute_bytes);
         let partition = partition as u64;
-        let wait = if policy.name() == "VramBudget" {
+        let wait = if policy.name() == PolicyKind::VramBudget.name() {
             tracing::info_span!("vram_wait", job = ctx.job, partition, worker = ctx.worker, device = %self.name, stage_bytes, compute_bytes)
         } else {
             tracing::info_span!("lock_wait", job = ctx.job, partition, worker = ctx.worker, device = %self.name, stage_bytes, compute_bytes)
