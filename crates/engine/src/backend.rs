@@ -5,7 +5,8 @@
 //!
 //! Parameters reach a backend as the parameter manager's `Arc`, so a backend that keeps them
 //! elsewhere (a GPU's memory) can key what it keeps by that `Arc` and hold it; the manager
-//! calls [`ProofBackend::release`] when it drops them from its hot tier.
+//! calls [`ProofBackend::preload`] when a client preloads them (`PreloadSRS`), and
+//! [`ProofBackend::release`] when it drops them from its hot tier.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -34,11 +35,34 @@ pub trait ProofBackend: Send + Sync + Debug {
         partition: usize,
     ) -> Result<(Proof, PartitionTiming), BackendError>;
 
+    /// A client preloaded `params` (the manager's hot copy): make them ready to prove with
+    /// (a GPU copies their bases into its memory), so that the first job does not pay for it.
+    /// The default keeps nothing.
+    fn preload(&self, params: &Arc<Parameters>) -> Result<(), BackendError> {
+        let _ = params;
+        Ok(())
+    }
+
     /// The parameter manager dropped `params` from its hot tier: let go of anything kept for
     /// them (a device's resident copy). The default keeps nothing.
     fn release(&self, params: &Arc<Parameters>) {
         let _ = params;
     }
+
+    /// The device's memory, for status; `None` for a backend without device memory (the CPU).
+    fn memory(&self) -> Option<DeviceMemory> {
+        None
+    }
+}
+
+/// A device's memory as status reports it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DeviceMemory {
+    /// The device's memory.
+    pub total_bytes: u64,
+    /// What new work can still take: the free bytes of the device's arena, which resident
+    /// parameters and running partitions' reservations are taken from.
+    pub free_bytes: u64,
 }
 
 /// Fresh random `r` and `s` for one partition.

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use cuzk_pipeline::JobContext;
 use cuzk_telemetry::RecorderHandle;
 
-use crate::backend::ProofBackend;
+use crate::backend::{DeviceMemory, ProofBackend};
 use crate::job::{JobOutcome, JobRequest, JobState, JobTimings, Priority, ProofKind, Submitted};
 use crate::journal::{now_ms, Journal};
 use crate::metrics::Metrics;
@@ -85,6 +85,8 @@ fn queue_span(seq: u64) -> tracing::Span {
 #[derive(Debug)]
 struct Worker {
     device: String,
+    /// Its backend, asked for the device's memory by status.
+    backend: Arc<dyn ProofBackend>,
     current: Option<(String, ProofKind)>,
     busy: Duration,
     busy_since: Option<Instant>,
@@ -166,6 +168,8 @@ pub struct WorkerStatus {
     pub current_kind: Option<String>,
     /// The fraction of the engine's uptime it spent proving.
     pub busy_fraction: f64,
+    /// Its device's memory (`None` on the CPU).
+    pub memory: Option<DeviceMemory>,
 }
 
 /// Pending and running jobs of one kind.
@@ -296,13 +300,14 @@ impl Engine {
             .iter()
             .map(|b| Worker {
                 device: b.device(),
+                backend: Arc::clone(b),
                 current: None,
                 busy: Duration::ZERO,
                 busy_since: None,
             })
             .collect();
         let params = ParamManager::new(config.params.clone());
-        params.on_release(&backends);
+        params.attach(&backends);
         let shared = Arc::new(Shared {
             params,
             pce: config.pce_dir.clone().map(crate::run::PceStore::new),
@@ -536,6 +541,7 @@ impl Engine {
                     current_job_id: w.current.as_ref().map(|(id, _)| id.clone()),
                     current_kind: w.current.as_ref().map(|(_, k)| k.name().to_string()),
                     busy_fraction: busy.as_secs_f64() / uptime.as_secs_f64().max(1e-9),
+                    memory: w.backend.memory(),
                 }
             })
             .collect();

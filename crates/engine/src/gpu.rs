@@ -7,9 +7,9 @@
 //! engine spreads one job's partitions over every idle worker ([`crate::run`]).
 //!
 //! Residency follows the parameter manager: a partition's parameters are the manager's hot
-//! `Arc`, made resident on the device by the first partition that uses them there (later ones
-//! find them resident), and freed from the device when the manager drops them from its hot tier
-//! ([`ProofBackend::release`]).
+//! `Arc`, made resident on the device by `PreloadSRS` ([`ProofBackend::preload`]) or else by the
+//! first partition that uses them there (later ones find them resident), and freed from the
+//! device when the manager drops them from its hot tier ([`ProofBackend::release`]).
 //!
 //! A device failure (out of memory, a kernel fault, a lost device) is
 //! [`PipelineError::Device`], which the engine reports as [`crate::EngineError::Device`]
@@ -25,7 +25,7 @@ use cuzk_pipeline::{Backend, JobContext, PartitionTiming, PipelineError, Prover,
 
 pub use cuzk_pipeline::gpu::PolicyKind;
 
-use crate::backend::{random_rs, BackendError, CpuProofBackend, ProofBackend};
+use crate::backend::{random_rs, BackendError, CpuProofBackend, DeviceMemory, ProofBackend};
 use crate::EngineError;
 
 /// One worker's backend on a CUDA device.
@@ -78,6 +78,20 @@ impl GpuProofBackend {
         self.gpu().gpu().info().total_memory as u64
     }
 
+    /// Makes `params` resident on the device, once for all its workers: a lookup when they
+    /// are already.
+    fn make_resident(&self, params: &Arc<Parameters>) -> Result<(), PipelineError> {
+        let _one = self
+            .residency
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let bytes = self.gpu().preload(params)?;
+        if bytes > 0 {
+            tracing::info!(device = %self.gpu().device(), bytes, "parameters made resident");
+        }
+        Ok(())
+    }
+
     fn prove_on_device(
         &self,
         params: &Arc<Parameters>,
@@ -85,14 +99,7 @@ impl GpuProofBackend {
         ctx: JobContext,
         partition: usize,
     ) -> Result<(Proof, PartitionTiming), PipelineError> {
-        {
-            let _one = self
-                .residency
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            // No-op (a lookup) when they are resident already.
-            self.gpu().preload(params)?;
-        }
+        self.make_resident(params)?;
         let (r, s) = random_rs();
         self.prover.prove(params, assignment, r, s, ctx, partition)
     }
@@ -129,9 +136,20 @@ impl ProofBackend for GpuProofBackend {
         }
     }
 
+    fn preload(&self, params: &Arc<Parameters>) -> Result<(), BackendError> {
+        Ok(self.make_resident(params)?)
+    }
+
     fn release(&self, params: &Arc<Parameters>) {
         if self.gpu().evict(params) {
             tracing::info!(device = %self.gpu().device(), "parameters freed from the device");
         }
+    }
+
+    fn memory(&self) -> Option<DeviceMemory> {
+        Some(DeviceMemory {
+            total_bytes: self.total_memory(),
+            free_bytes: self.gpu().arena().stats().free,
+        })
     }
 }

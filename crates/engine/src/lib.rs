@@ -40,7 +40,7 @@ pub use cuzk_filecoin as filecoin;
 /// cuzk-telemetry, re-exported so the daemon records the engine's spans without naming it.
 pub use cuzk_telemetry as telemetry;
 
-pub use backend::{BackendError, CpuProofBackend, ProofBackend};
+pub use backend::{BackendError, CpuProofBackend, DeviceMemory, ProofBackend};
 pub use engine::{Engine, EngineConfig, EngineStatus, KindQueue, WorkerStatus};
 pub use job::{JobOutcome, JobRequest, JobState, JobTimings, Priority, ProofKind, Submitted};
 pub use params::{Circuit, ParamConfig, ParamManager, ParamStatus, Tier};

@@ -15,8 +15,8 @@
 //! (2 KiB, 8 MiB) and synthetic circuits are generated there on first use when allowed.
 //!
 //! Backends that keep copies of hot parameters elsewhere (a GPU's memory) key them by the hot
-//! tier's `Arc` and are told when it leaves the hot tier ([`ParamManager::on_release`]), so a
-//! device never holds parameters the manager has dropped.
+//! tier's `Arc`, are told when a client preloads them, and when they leave the hot tier
+//! ([`ParamManager::attach`]), so a device never holds parameters the manager has dropped.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use cuzk_filecoin::{CircuitKind, ParamFiles, RegisteredSealProof};
 use cuzk_groth16::{Check, MappedParameters, Parameters};
 
-use crate::backend::ProofBackend;
+use crate::backend::{engine_error, ProofBackend};
 use crate::job::ProofKind;
 use crate::synthetic::SyntheticInput;
 use crate::EngineError;
@@ -262,8 +262,8 @@ struct Inner {
     /// Serialises loads, so two jobs of a cold circuit load it once.
     loading: Mutex<()>,
     clock: std::sync::atomic::AtomicU64,
-    /// Told when parameters leave the hot tier.
-    released: Mutex<Vec<Arc<dyn ProofBackend>>>,
+    /// Told when parameters are preloaded and when they leave the hot tier.
+    backends: Mutex<Vec<Arc<dyn ProofBackend>>>,
 }
 
 impl Inner {
@@ -322,19 +322,23 @@ impl ParamManager {
                 slots: Mutex::new(HashMap::new()),
                 loading: Mutex::new(()),
                 clock: std::sync::atomic::AtomicU64::new(1),
-                released: Mutex::new(Vec::new()),
+                backends: Mutex::new(Vec::new()),
             }),
         }
     }
 
-    /// Tells `backends` (with [`ProofBackend::release`]) whenever parameters leave the hot
-    /// tier, demoted by the budget or evicted.
-    pub fn on_release(&self, backends: &[Arc<dyn ProofBackend>]) {
+    /// Tells `backends` when parameters are preloaded ([`ProofBackend::preload`]: a GPU makes
+    /// them resident) and whenever they leave the hot tier, demoted by the budget or evicted
+    /// ([`ProofBackend::release`]).
+    pub fn attach(&self, backends: &[Arc<dyn ProofBackend>]) {
+        self.backends().extend(backends.iter().cloned());
+    }
+
+    fn backends(&self) -> MutexGuard<'_, Vec<Arc<dyn ProofBackend>>> {
         self.inner
-            .released
+            .backends
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .extend(backends.iter().cloned());
     }
 
     /// Tells the backends that `dropped` left the hot tier (called without the slots' lock).
@@ -342,12 +346,7 @@ impl ParamManager {
         if dropped.is_empty() {
             return;
         }
-        let backends = self
-            .inner
-            .released
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let backends = self.backends().clone();
         for params in &dropped {
             for b in &backends {
                 b.release(params);
@@ -518,13 +517,19 @@ impl ParamManager {
         }
     }
 
-    /// `PreloadSRS`: makes `circuit_id` hot; returns whether it already was and the load time.
+    /// `PreloadSRS`: makes `circuit_id` hot, and ready on every attached backend (resident on
+    /// each GPU); returns whether it already was hot and the time both took.
     pub fn preload(&self, circuit_id: &str) -> Result<(bool, Duration), EngineError> {
         let circuit = Circuit::parse(circuit_id)?;
         let already = self.is_hot(circuit_id);
-        let (lease, load) = self.acquire(circuit)?;
+        let start = Instant::now();
+        let (lease, _) = self.acquire(circuit)?;
+        let backends = self.backends().clone();
+        for b in &backends {
+            b.preload(lease.params()).map_err(engine_error)?;
+        }
         drop(lease);
-        Ok((already, load))
+        Ok((already, start.elapsed()))
     }
 
     /// `EvictSRS`: drops `circuit_id` from memory (hot and warm) unless a job holds it;

@@ -2,7 +2,8 @@
 //! kind prove and verify on one device and spread over two, parameters are resident on each
 //! device that proved with them and freed when the manager evicts them, and a device failure
 //! fails its job with an error naming the device (or, with the CPU fallback, the partition is
-//! proven on the CPU), after which the next job proves on the same device.
+//! proven on the CPU), after which the next job proves on the same device. `PreloadSRS` makes
+//! parameters resident on every device before any job, and status reports each device's memory.
 //!
 //! Each test uses devices of its own (the emulator's injected faults are per device and tests
 //! run at once).
@@ -27,7 +28,7 @@ fn engine(
     per_device: usize,
     fallback: bool,
 ) -> (Engine, Vec<Arc<GpuProofBackend>>) {
-    set_device_count(4);
+    set_device_count(6);
     let fallback = fallback.then(|| Arc::new(CpuProofBackend::new(true)));
     let gpus: Vec<Arc<GpuProofBackend>> = devices
         .iter()
@@ -130,6 +131,46 @@ fn a_failed_partition_falls_back_to_the_cpu_where_configured() {
     let (state, error) = run(&e, synthetic(6, 6, 1));
     assert_eq!(state, JobState::Completed, "{error}");
     let (state, error) = run(&e, synthetic(6, 7, 1));
+    assert_eq!(state, JobState::Completed, "{error}");
+    e.shutdown(Duration::from_secs(10));
+}
+
+#[test]
+fn preload_makes_parameters_resident_on_every_device_and_status_shows_their_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, gpus) = engine(dir.path(), &[4, 5], 1, false);
+    let free_before: Vec<u64> = e
+        .status()
+        .workers
+        .iter()
+        .map(|w| {
+            let m = w.memory.expect("a GPU worker reports its memory");
+            assert!(m.total_bytes > 0 && m.free_bytes <= m.total_bytes, "{m:?}");
+            m.free_bytes
+        })
+        .collect();
+    let (already, _) = e.params().preload("synthetic-6").unwrap();
+    assert!(!already);
+    for (g, before) in gpus.iter().zip(free_before) {
+        let resident = g.gpu().resident_bytes();
+        assert!(
+            resident > 0,
+            "{} holds nothing after the preload",
+            g.device()
+        );
+        let free = g.memory().unwrap().free_bytes;
+        assert!(
+            free < before,
+            "{}: free {free} not below {before}",
+            g.device()
+        );
+    }
+    // Preloading again finds everything where it was.
+    let resident: Vec<u64> = gpus.iter().map(|g| g.gpu().resident_bytes()).collect();
+    assert!(e.params().preload("synthetic-6").unwrap().0);
+    let again: Vec<u64> = gpus.iter().map(|g| g.gpu().resident_bytes()).collect();
+    assert_eq!(resident, again);
+    let (state, error) = run(&e, synthetic(6, 8, 2));
     assert_eq!(state, JobState::Completed, "{error}");
     e.shutdown(Duration::from_secs(10));
 }
