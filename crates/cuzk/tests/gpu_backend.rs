@@ -431,3 +431,45 @@ fn a_partition_that_can_never_fit_is_a_typed_error() {
         "{stats:?}"
     );
 }
+
+/// Residency leaves room for a partition: in an arena too small for every base and a partition
+/// together, preloading makes resident only what fits beside one partition's bound, the other
+/// queries stream, and the partition proves (the CPU's bytes) instead of being refused.
+#[test]
+fn residency_leaves_room_for_a_partition() {
+    let Some(device) = cuzk_gpu::device_for_tests() else {
+        return;
+    };
+    let c = PorepShaped::new(9, 3);
+    let mut rng = rng(41);
+    let params = Arc::new(generate_random_parameters(c.clone(), &mut rng).unwrap());
+    let roomy = GpuBackend::on_device(&device, 0, config()).unwrap();
+    let bound = roomy.partition_bound(&params);
+    let every_base = roomy.preload(&params).unwrap();
+    drop(roomy);
+
+    let tight = GpuConfig {
+        arena_bytes: Some(bound + every_base / 2),
+        resident_budget: Some(every_base),
+    };
+    let prover = Prover::new(
+        GpuBackend::on_device(&device, 0, tight).unwrap(),
+        ProverConfig::default(),
+    );
+    let resident = prover.backend().preload(&params).unwrap();
+    let capacity = prover.backend().arena().capacity();
+    assert!(
+        resident > 0 && resident < every_base,
+        "{resident} of {every_base}"
+    );
+    assert!(
+        resident + bound <= capacity,
+        "{resident} + {bound} > {capacity}"
+    );
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let cpu = Prover::new(CpuBackend, ProverConfig::default());
+    assert_eq!(
+        one_proof(&prover, &params, c.clone(), r, s),
+        one_proof(&cpu, &params, c, r, s)
+    );
+}

@@ -84,6 +84,20 @@ pub struct PartitionShape {
     pub ones: usize,
 }
 
+impl PartitionShape {
+    /// The largest shape a partition proving with `params` can have, known before any is
+    /// split: every scalar of a query other (neither zero nor one), or every one a one.
+    pub fn bound(params: &cuzk_groth16::Parameters) -> Self {
+        let g1 = params.l.len().max(params.a.len()).max(params.b_g1.len());
+        Self {
+            domain: params.h.len() + 1,
+            tail_g1: g1,
+            tail_g2: params.b_g2.len(),
+            ones: g1.max(params.b_g2.len()),
+        }
+    }
+}
+
 /// A partition's permission to run its device stages ([`Backend::device_phase`]): released when
 /// dropped.
 #[must_use = "the permission ends when this is dropped"]

@@ -68,8 +68,9 @@ pub const ARENA_MARGIN: u64 = 3 << 30;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GpuConfig {
     /// The most device memory resident parameters may take, in bytes; `None`: half of the
-    /// device's memory, leaving the rest to a partition's working set (the NTT's 4·n scalars
-    /// and the MSM's workspace: about 18 GiB at 2^27).
+    /// device's memory. Whatever the budget, a parameter set leaves room in the arena for one
+    /// of its partitions ([`GpuBackend::partition_bound`]: 44 GiB at 2^27), and the queries
+    /// that do not fit beside it stream.
     pub resident_budget: Option<u64>,
     /// The size of the device's arena (resident parameters and partitions' reservations), in
     /// bytes; `None`: the device's free memory less [`ARENA_MARGIN`].
@@ -295,6 +296,13 @@ impl GpuBackend {
         memory::demand(&self.msm, shape, self.share.arena.granule())
     }
 
+    /// The most one partition proving with `params` can reserve on this device (its shape's
+    /// bound, [`PartitionShape::bound`]), staged and compute parts together.
+    pub fn partition_bound(&self, params: &Parameters) -> u64 {
+        let demand = self.demand(PartitionShape::bound(params));
+        demand.stage_bytes + demand.compute_bytes
+    }
+
     /// Where the current partition's buffers come from: its reservation while a device phase is
     /// open, else the stream's pool (a stage called outside a phase).
     fn workspace(&self) -> Option<Arc<PartitionMemory>> {
@@ -314,13 +322,26 @@ impl GpuBackend {
     /// Makes `params`' bases resident on the device, as many queries as the budget (and the
     /// arena's free memory) leaves room for, largest first (H, L, A, B₁, B₂): later proofs with
     /// these parameters read them there. Each query is a named resident region of the device's
-    /// arena, so partitions' reservations see the room it takes. Returns the bytes made resident
-    /// (0 when they already were). Holds `params` until [`GpuBackend::evict`].
+    /// arena, so partitions' reservations see the room it takes. Residency never takes the room
+    /// one partition of these parameters needs ([`GpuBackend::partition_bound`]): on a card too
+    /// small for both, the queries that do not fit stream from host memory instead of every
+    /// partition being refused. Returns the bytes made resident (0 when they already were).
+    /// Holds `params` until [`GpuBackend::evict`].
     pub fn preload(&self, params: &Arc<Parameters>) -> Result<u64, PipelineError> {
         if self.find(params).is_some() {
             return Ok(0);
         }
-        let mut room = self.share.budget.saturating_sub(self.resident_bytes());
+        let resident = self.resident_bytes();
+        let beside_a_partition = self
+            .share
+            .arena
+            .capacity()
+            .saturating_sub(resident + self.partition_bound(params));
+        let mut room = self
+            .share
+            .budget
+            .saturating_sub(resident)
+            .min(beside_a_partition);
         let mut g1 = Vec::new();
         let mut g2 = Vec::new();
         let mut bytes = 0;
