@@ -78,7 +78,9 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
         .collect();
     let _nvcc = sh.push_env("NVCC", &nvcc);
     // The engine and daemon with their GPU workers: clippy over the `cuda` build, then the
-    // engine's GPU workers on two emulated devices, with an injected device failure. They
+    // engine's GPU workers on two emulated devices, with an injected device failure and a
+    // Filecoin job spread to another device, and Filecoin's PoSt circuits on the GPU backend
+    // against the CPU's bytes (both need the 2 KiB parameters: made in cuzk's cache). They
     // depend on cuzk-filecoin, so they build in the default target folder, where the
     // filecoin-proofs tree is already built (the cuda folder would build it a second time).
     cmd!(sh, "cargo clippy -p cuzk-engine -p cuzk-daemon --features cuzk-engine/emu,cuzk-daemon/cuda --all-targets --locked -- -D warnings")
@@ -86,7 +88,7 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
         .context("clippy over the engine and daemon with the `cuda` feature")?;
     cmd!(
         sh,
-        "cargo test --locked -p cuzk-engine --features emu --test gpu_engine"
+        "cargo test --locked -p cuzk-engine --features emu --test gpu_engine --test gpu_filecoin"
     )
     .run()
     .context("the engine's GPU workers on the kernel emulator")?;

@@ -2,10 +2,12 @@
 //! parameters leased from the manager, each partition proven by the backend and verified, and
 //! a cancel or shutdown honoured at the next partition boundary.
 //!
-//! The synthetic kind's partitions are spread over idle workers ([`crate::spread`]): the job's
-//! worker synthesises the next partition while other devices prove the ones before. The
-//! Filecoin kinds go through cuzk-filecoin's partition loop, which proves each partition before
-//! synthesising the next, so they prove on the job's worker alone.
+//! Every kind's partitions are spread over idle workers ([`crate::spread`]): the job's worker
+//! synthesises the next partition while idle workers of any device prove the ones before (with
+//! none idle, it proves each itself). The synthetic kind drives the [`Spreader`] here; the
+//! Filecoin kinds go through cuzk-filecoin's partition loop, which submits each synthesised
+//! partition to the engine's [`PartitionProver`] (the Spreader behind it) and verifies every
+//! proof as it comes back.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -14,7 +16,8 @@ use std::time::{Duration, Instant};
 use cuzk_filecoin::post::{PostJob, PostKind};
 use cuzk_filecoin::snap::SnapJob;
 use cuzk_filecoin::{
-    C1Output, FilecoinError, ParamFiles, PartitionProver, PorepJob, RegisteredSealProof, SectorId,
+    C1Output, FilecoinError, ParamFiles, PartitionProver, PorepJob, Proven, ProverError,
+    RegisteredSealProof, SectorId,
 };
 use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
 use cuzk_pipeline::JobContext;
@@ -113,7 +116,8 @@ pub struct RunResult {
     pub param_load: Duration,
     /// Circuit building and synthesis, all partitions.
     pub synthesis: Duration,
-    /// The backend's calls, all partitions.
+    /// Proving, all partitions: the job's time less synthesis and parameter loading (partitions
+    /// prove on other workers while the next ones are synthesised, so their calls overlap).
     pub proving: Duration,
 }
 
@@ -168,21 +172,47 @@ fn bytes32(v: &[u8], what: &str) -> Result<[u8; 32], EngineError> {
     })
 }
 
-/// The engine's side of cuzk-filecoin's partition loop: parameters from the manager, proofs
-/// from the backend, cancellation between partitions.
+/// The engine's side of cuzk-filecoin's partition loop: parameters from the manager, partitions
+/// spread over idle workers (a [`Spreader`], made on the first partition), cancellation between
+/// partitions.
 struct EngineProver<'a> {
     kind: ProofKind,
     pce: Option<&'a PceStore>,
     params: &'a ParamManager,
-    backend: &'a dyn ProofBackend,
-    control: &'a JobControl,
-    ctx: JobContext,
+    site: JobSite<'a>,
     lease: Option<ParamLease>,
     param_load: Duration,
+    spread: Option<Spreader<'a>>,
 }
 
 fn boxed(e: EngineError) -> FilecoinError {
     FilecoinError::Prover(Box::new(e))
+}
+
+impl EngineProver<'_> {
+    /// The manager's `Arc` of `params`: the backends take it (a device keeps resident copies
+    /// keyed by it), and the parameters cuzk-filecoin hands back are the ones `parameters`
+    /// leased.
+    fn leased(&self, params: &Parameters) -> Result<Arc<Parameters>, EngineError> {
+        self.lease
+            .as_ref()
+            .map(ParamLease::params)
+            .filter(|p| std::ptr::eq(Arc::<Parameters>::as_ptr(p), params))
+            .cloned()
+            .ok_or_else(|| {
+                EngineError::Backend("the parameters to prove with are not the leased ones".into())
+            })
+    }
+
+    /// The job stopped (a partition failed, a cancel): waits for the partitions in flight and
+    /// returns why.
+    fn stop(&mut self) -> ProverError {
+        let error = match self.spread.take().map(Spreader::finish) {
+            Some(Err(e)) => e,
+            _ => EngineError::Panic("the job stopped for no recorded reason".into()),
+        };
+        Box::new(error)
+    }
 }
 
 impl PartitionProver for EngineProver<'_> {
@@ -220,28 +250,75 @@ impl PartitionProver for EngineProver<'_> {
             .map_err(boxed)
     }
 
+    /// One partition on the job's own worker (the loop submits; this is the synchronous form).
     fn prove(
         &mut self,
         params: &Parameters,
         assignment: ProvingAssignment,
         partition: usize,
-    ) -> Result<Proof, Box<dyn std::error::Error + Send + Sync>> {
-        self.control.check()?;
-        // The backend takes the manager's `Arc` (a device keeps resident copies keyed by it):
-        // the parameters cuzk-filecoin hands back are the ones `parameters` leased.
-        let leased = self
-            .lease
-            .as_ref()
-            .map(ParamLease::params)
-            .filter(|p| std::ptr::eq(Arc::<Parameters>::as_ptr(p), params))
-            .ok_or_else(|| {
-                EngineError::Backend("the parameters to prove with are not the leased ones".into())
-            })?;
+    ) -> Result<Proof, ProverError> {
+        self.site.control.check()?;
+        let leased = self.leased(params)?;
         let (proof, _timing) = self
+            .site
             .backend
-            .prove_partition(leased, assignment, self.ctx, partition)
+            .prove_partition(&leased, assignment, self.site.ctx, partition)
             .map_err(engine_error)?;
         Ok(proof)
+    }
+
+    /// Offers the partition to an idle worker (or proves it here when none is); a failure of
+    /// any partition so far, or a cancel, stops the job with that partition's error.
+    fn submit(
+        &mut self,
+        params: &Arc<Parameters>,
+        assignment: ProvingAssignment,
+        partition: usize,
+    ) -> Result<Proven, ProverError> {
+        let leased = self.leased(params)?;
+        if self
+            .spread
+            .as_ref()
+            .is_some_and(|s| !Arc::ptr_eq(s.params(), &leased))
+        {
+            return Err(Box::new(EngineError::Backend(
+                "a job's partitions prove with one set of parameters".into(),
+            )));
+        }
+        let site = self.site;
+        let kind = self.kind;
+        let spread = self.spread.get_or_insert_with(|| {
+            Spreader::new(
+                site.helpers,
+                site.backend,
+                site.control,
+                site.job_id,
+                kind,
+                site.ctx,
+                leased,
+                1,
+            )
+        });
+        if !spread.stopped() {
+            spread.prove(partition, assignment);
+        }
+        if spread.stopped() {
+            return Err(self.stop());
+        }
+        Ok(spread.take_proven())
+    }
+
+    fn finish(&mut self) -> Result<Proven, ProverError> {
+        match self.spread.take() {
+            Some(spread) => spread.finish().map_err(|e| Box::new(e) as ProverError),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn abandon(&mut self) {
+        if let Some(spread) = self.spread.take() {
+            spread.abandon();
+        }
     }
 }
 
@@ -278,13 +355,7 @@ pub fn run_job(
     pce: Option<&PceStore>,
     site: JobSite<'_>,
 ) -> Result<RunResult, EngineError> {
-    let JobSite {
-        backend,
-        control,
-        ctx,
-        ..
-    } = site;
-    control.check()?;
+    site.control.check()?;
     if r.kind == ProofKind::Synthetic {
         return run_synthetic(data, params, pce, site);
     }
@@ -292,13 +363,13 @@ pub fn run_job(
         kind: r.kind,
         pce,
         params,
-        backend,
-        control,
-        ctx,
+        site,
         lease: None,
         param_load: Duration::ZERO,
+        spread: None,
     };
     let dir = params.config().filecoin_dir.clone();
+    let start = Instant::now();
     let proof = match r.kind {
         ProofKind::PorepSealCommit => {
             let registered = match r.registered_proof {
@@ -348,11 +419,15 @@ pub fn run_job(
         }
         ProofKind::Synthetic => unreachable!("handled above"),
     };
+    let synthesis = proof.partitions.iter().map(|p| p.synthesis).sum();
     Ok(RunResult {
         proof: proof.bytes,
         param_load: prover.param_load,
-        synthesis: proof.partitions.iter().map(|p| p.synthesis).sum(),
-        proving: proof.partitions.iter().map(|p| p.prove).sum(),
+        synthesis,
+        // Partitions prove while the next ones are synthesised: proving is the rest of the time.
+        proving: start
+            .elapsed()
+            .saturating_sub(synthesis + proof.load_params),
     })
 }
 
@@ -411,8 +486,15 @@ fn run_synthetic(
     let proofs = spread.finish()?;
     // Partitions prove while the next ones are synthesised: proving is the rest of the time.
     out.proving = start.elapsed().saturating_sub(out.synthesis);
-    for (k, proof) in proofs.iter().enumerate() {
-        let part = input.partition(k as u32);
+    if proofs.len() != input.partitions as usize {
+        return Err(EngineError::Panic(format!(
+            "{} of {} partitions were proven",
+            proofs.len(),
+            input.partitions
+        )));
+    }
+    for (k, proof) in &proofs {
+        let part = input.partition(*k as u32);
         if !cuzk_groth16::verify_proof(&pvk, proof, &part.public_inputs())? {
             return Err(EngineError::ProofInvalid);
         }

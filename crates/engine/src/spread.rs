@@ -103,7 +103,8 @@ pub(crate) struct Spreader<'a> {
     params: Arc<Parameters>,
     answer: Sender<Answer>,
     answers: Receiver<Answer>,
-    proofs: Vec<Option<Proof>>,
+    /// Proofs that came back and were not taken yet, by partition.
+    proven: Vec<(usize, Proof)>,
     /// Offered and not yet answered.
     outstanding: usize,
     /// The failure of the lowest partition that failed.
@@ -111,7 +112,7 @@ pub(crate) struct Spreader<'a> {
 }
 
 impl<'a> Spreader<'a> {
-    /// A job of `partitions` partitions against `params`.
+    /// A job of `partitions` partitions (a hint: more may come) against `params`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         helpers: &'a dyn Helpers,
@@ -134,10 +135,15 @@ impl<'a> Spreader<'a> {
             params,
             answer,
             answers,
-            proofs: (0..partitions).map(|_| None).collect(),
+            proven: Vec::with_capacity(partitions),
             outstanding: 0,
             error: None,
         }
+    }
+
+    /// The parameters the job's partitions prove with.
+    pub(crate) fn params(&self) -> &Arc<Parameters> {
+        &self.params
     }
 
     /// Whether the job must stop: a partition failed, or it was cancelled or interrupted.
@@ -174,15 +180,26 @@ impl<'a> Spreader<'a> {
                 task.run(self.backend, self.ctx.worker);
             }
         }
+        self.poll();
+    }
+
+    /// Records the answers that have come in.
+    fn poll(&mut self) {
         while let Ok((k, result)) = self.answers.try_recv() {
             self.outstanding -= 1;
             self.record(k, result);
         }
     }
 
+    /// The proofs that came back since the last call, by partition, in any order.
+    pub(crate) fn take_proven(&mut self) -> Vec<(usize, Proof)> {
+        self.poll();
+        std::mem::take(&mut self.proven)
+    }
+
     fn record(&mut self, partition: usize, result: Result<Proof, EngineError>) {
         match result {
-            Ok(proof) => self.proofs[partition] = Some(proof),
+            Ok(proof) => self.proven.push((partition, proof)),
             Err(e) => {
                 if self.error.as_ref().is_none_or(|(k, _)| partition < *k) {
                     self.error = Some((partition, e));
@@ -191,10 +208,10 @@ impl<'a> Spreader<'a> {
         }
     }
 
-    /// Waits for every partition offered and returns the proofs in partition order, or the
-    /// failure of the lowest partition that failed.
-    pub(crate) fn finish(mut self) -> Result<Vec<Proof>, EngineError> {
-        if self.error.is_some() {
+    /// Withdraws the partitions no worker has started (with `withdraw`), then waits for the
+    /// rest to be answered.
+    fn wait(&mut self, withdraw: bool) {
+        if withdraw {
             self.outstanding -= self.helpers.withdraw(self.ctx.job);
         }
         // Only the tasks' senders remain, so a task dropped unanswered ends the wait.
@@ -216,15 +233,22 @@ impl<'a> Spreader<'a> {
                 }
             }
         }
+    }
+
+    /// Waits for every partition offered and returns the proofs not taken yet in partition
+    /// order, or the failure of the lowest partition that failed.
+    pub(crate) fn finish(mut self) -> Result<Vec<(usize, Proof)>, EngineError> {
+        self.wait(self.error.is_some());
         if let Some((_, e)) = self.error {
             return Err(e);
         }
-        self.proofs
-            .into_iter()
-            .enumerate()
-            .map(|(k, p)| {
-                p.ok_or_else(|| EngineError::Panic(format!("partition {k} was not proven")))
-            })
-            .collect()
+        self.proven.sort_by_key(|(k, _)| *k);
+        Ok(self.proven)
+    }
+
+    /// The job failed elsewhere: withdraws the partitions no worker has started and waits for
+    /// those being proven (they use the job's parameters); their proofs are dropped.
+    pub(crate) fn abandon(mut self) {
+        self.wait(true);
     }
 }

@@ -1,9 +1,11 @@
 //! The engine with GPU workers on the kernel emulator (feature `emu`): jobs of the synthetic
-//! kind prove and verify on one device and spread over two, parameters are resident on each
-//! device that proved with them and freed when the manager evicts them, and a device failure
-//! fails its job with an error naming the device (or, with the CPU fallback, the partition is
-//! proven on the CPU), after which the next job proves on the same device. `PreloadSRS` makes
-//! parameters resident on every device before any job, and status reports each device's memory.
+//! kind prove and verify on one device and spread over two, a Filecoin job (2 KiB WindowPoSt)
+//! is proven by the idle worker of another device and accepted by filecoin-proofs, parameters
+//! are resident on each device that proved with them and freed when the manager evicts them,
+//! and a device failure fails its job with an error naming the device (or, with the CPU
+//! fallback, the partition is proven on the CPU), after which the next job proves on the same
+//! device. `PreloadSRS` makes parameters resident on every device before any job, and status
+//! reports each device's memory.
 //!
 //! Each test uses devices of its own (the emulator's injected faults are per device and tests
 //! run at once).
@@ -16,7 +18,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cuzk_engine::gpu::{GpuProofBackend, PolicyKind};
-use cuzk_engine::{CpuProofBackend, Engine, JobRequest, JobState, ProofBackend};
+use cuzk_engine::{
+    CpuProofBackend, Engine, EngineConfig, JobRequest, JobState, ProofBackend, ProofKind,
+};
+use cuzk_filecoin::filecoin_proofs::{self, PublicReplicaInfo, SectorShape2KiB};
+use cuzk_filecoin::post::{post_config, PostKind};
+use cuzk_filecoin::{CircuitKind, PostJobFile};
 use cuzk_gpu::emu::{fail_next, set_device_count, Fault};
 
 const WAIT: Option<Duration> = Some(Duration::from_secs(120));
@@ -28,7 +35,17 @@ fn engine(
     per_device: usize,
     fallback: bool,
 ) -> (Engine, Vec<Arc<GpuProofBackend>>) {
-    set_device_count(6);
+    engine_with(common::config(dir), devices, per_device, fallback)
+}
+
+/// [`engine`] with `config`.
+fn engine_with(
+    config: EngineConfig,
+    devices: &[usize],
+    per_device: usize,
+    fallback: bool,
+) -> (Engine, Vec<Arc<GpuProofBackend>>) {
+    set_device_count(8);
     let fallback = fallback.then(|| Arc::new(CpuProofBackend::new(true)));
     let gpus: Vec<Arc<GpuProofBackend>> = devices
         .iter()
@@ -48,7 +65,6 @@ fn engine(
         .iter()
         .map(|g| Arc::clone(g) as Arc<dyn ProofBackend>)
         .collect();
-    let config = common::config(dir);
     (Engine::start(config, backends, None).unwrap(), gpus)
 }
 
@@ -138,7 +154,7 @@ fn a_failed_partition_falls_back_to_the_cpu_where_configured() {
 #[test]
 fn preload_makes_parameters_resident_on_every_device_and_status_shows_their_memory() {
     let dir = tempfile::tempdir().unwrap();
-    let (e, gpus) = engine(dir.path(), &[4, 5], 1, false);
+    let (e, gpus) = engine(dir.path(), &[6, 7], 1, false);
     let free_before: Vec<u64> = e
         .status()
         .workers
@@ -173,4 +189,99 @@ fn preload_makes_parameters_resident_on_every_device_and_status_shows_their_memo
     let (state, error) = run(&e, synthetic(6, 8, 2));
     assert_eq!(state, JobState::Completed, "{error}");
     e.shutdown(Duration::from_secs(10));
+}
+
+/// A Filecoin job's partitions go to idle workers of any device, as the synthetic kind's do.
+/// Every Filecoin kind has one partition at 2 KiB, so a 2 KiB WindowPoSt job (the smallest
+/// circuit, 21,889 constraints, about half a minute on the emulator) shows it with its one
+/// partition: the worker that took the job (on one device) synthesises it and hands it to the
+/// idle worker of the other device, which proves it while the job's worker waits; with more
+/// partitions the job's worker would synthesise the next meanwhile. The proof is verified by
+/// the engine against the verifier's public inputs and by filecoin-proofs' `verify_window_post`.
+#[test]
+fn a_filecoin_job_spreads_to_another_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let params = filecoin_params_dir();
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/filecoin/window-2KiB.json"),
+    )
+    .unwrap();
+    let file = PostJobFile::parse(&text).unwrap();
+    CircuitKind::Window
+        .generate_params(&params, file.sector_size, 0)
+        .unwrap();
+    let mut config = common::config(dir.path());
+    config.params.filecoin_dir = params;
+    let (e, gpus) = engine_with(config, &[4, 5], 1, false);
+
+    let request = JobRequest {
+        sector_size: file.sector_size,
+        // WindowPoSt V1_2 of a 2 KiB sector.
+        registered_proof: 10,
+        miner_id: file.miner_id,
+        randomness: file.randomness.to_vec(),
+        partition_index: file.partition_index as u32,
+        vanilla_proofs: file.vanilla_proofs.clone(),
+        ..JobRequest::new(ProofKind::WindowPost)
+    };
+    let id = e.submit(request).unwrap().job_id;
+    // Both workers on the job at once: its own and the one proving its partition.
+    let mut both = false;
+    let deadline = std::time::Instant::now() + Duration::from_secs(300);
+    let out = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job took over 300 s"
+        );
+        let on_job = e
+            .status()
+            .workers
+            .iter()
+            .filter(|w| w.current_job_id.as_deref() == Some(id.as_str()))
+            .count();
+        both |= on_job == 2;
+        let out = e.await_job(&id, Some(Duration::from_millis(50))).unwrap();
+        if out.state.is_terminal() {
+            break out;
+        }
+    };
+    assert_eq!(out.state, JobState::Completed, "{}", out.error);
+    assert!(
+        both,
+        "the other device's idle worker never took the partition"
+    );
+    let resident: Vec<bool> = gpus.iter().map(|g| g.gpu().resident_bytes() > 0).collect();
+    assert_eq!(
+        resident.iter().filter(|r| **r).count(),
+        1,
+        "one device proved the one partition: {resident:?}"
+    );
+
+    let replica = PublicReplicaInfo::new(file.comm_r.expect("comm_r")).unwrap();
+    let sector = file.sector_number.expect("sector_number").into();
+    let ok = filecoin_proofs::verify_window_post::<SectorShape2KiB>(
+        &post_config(PostKind::Window, file.sector_size).unwrap(),
+        &file.randomness,
+        &[(sector, replica)].into_iter().collect(),
+        cuzk_filecoin::prover_id(file.miner_id),
+        &out.proof,
+    )
+    .unwrap();
+    assert!(ok, "filecoin-proofs rejects the engine's WindowPoSt proof");
+    e.shutdown(Duration::from_secs(10));
+}
+
+/// The shared 2 KiB parameter folder of cuzk's CLI and tests (`$CUZK_CACHE_DIR`, else
+/// `~/.cache/cuzk`, then `filecoin-params/seed-0`), where filecoin-proofs' verifiers are told to
+/// read the verifying keys.
+fn filecoin_params_dir() -> std::path::PathBuf {
+    let dir = std::env::var_os("CUZK_CACHE_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/cuzk"))
+        })
+        .expect("CUZK_CACHE_DIR or HOME")
+        .join("filecoin-params/seed-0");
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
+    dir
 }

@@ -36,7 +36,9 @@ pub use jobs::{PostJobFile, SnapJobFile};
 pub use kinds::CircuitKind;
 pub use params::ParamFiles;
 pub use porep::{PorepJob, SectorId};
-pub use prove::{read_checked, FilecoinProof, PartitionProver, PartitionReport, PROOF_BYTES};
+pub use prove::{
+    read_checked, FilecoinProof, PartitionProver, PartitionReport, Proven, ProverError, PROOF_BYTES,
+};
 pub use registered::{parse_sector_size, prover_id, RegisteredSealProof};
 
 /// The filecoin-proofs this crate builds circuits with, re-exported so callers name the same

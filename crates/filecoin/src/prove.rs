@@ -1,7 +1,12 @@
 //! The partition loop every proof kind shares: read and check the parameters, then for each
-//! partition build its circuit, synthesise it, check it fits the parameters and holds, prove it
-//! with the caller's prover, and verify the proof against the public inputs the verifier uses;
-//! the proofs' bytes are concatenated in partition order.
+//! partition build its circuit, synthesise it, check it fits the parameters and holds, and submit
+//! it to the caller's prover; every proof the prover hands back is verified against the public
+//! inputs the verifier uses, and the proofs' bytes are concatenated in partition order.
+//!
+//! A prover may prove partitions asynchronously ([`PartitionProver::submit`] returns before the
+//! proof exists, [`PartitionProver::finish`] waits for the rest), so the next partition is
+//! synthesised while earlier ones prove elsewhere; by default it proves each partition as it is
+//! submitted ([`PartitionProver::prove`]), one after the other.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,8 +14,8 @@ use std::time::{Duration, Instant};
 use bellpepper_core::Circuit;
 use blstrs::Scalar;
 use cuzk_groth16::{
-    prepare_verifying_key, synthesize_with_capacity, verify_proof, Capacity, Parameters, Proof,
-    ProvingAssignment,
+    prepare_verifying_key, synthesize_with_capacity, verify_proof, Capacity, Parameters,
+    PreparedVerifyingKey, Proof, ProvingAssignment,
 };
 
 use crate::error::FilecoinError;
@@ -19,9 +24,20 @@ use crate::params::ParamFiles;
 /// Bytes of one partition's Groth16 proof.
 pub const PROOF_BYTES: usize = 192;
 
+/// The error a prover returns: the loop reports it as [`FilecoinError::Prover`].
+pub type ProverError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Proofs a prover hands back, each with the index of its partition, in any order.
+pub type Proven = Vec<(usize, Proof)>;
+
 /// cuzk's Groth16 prover, as this crate needs it: one partition's assignment in, its proof out.
 /// The caller picks `r` and `s` (random in production, fixed in tests), and may keep parameters
 /// resident between jobs by overriding [`PartitionProver::parameters`].
+///
+/// A prover that proves one partition at a time implements [`PartitionProver::prove`] alone. One
+/// that proves several at once (on other workers or devices) overrides
+/// [`PartitionProver::submit`], [`PartitionProver::finish`] and [`PartitionProver::abandon`]:
+/// the loop then synthesises the next partition while the submitted ones prove.
 pub trait PartitionProver {
     /// The parameters of the circuit `files` names. By default they are read from disk with
     /// their verifying key, which must be the parameter file's; a long-lived service overrides
@@ -48,23 +64,45 @@ pub trait PartitionProver {
         params: &Parameters,
         assignment: ProvingAssignment,
         partition: usize,
-    ) -> Result<Proof, Box<dyn std::error::Error + Send + Sync>>;
+    ) -> Result<Proof, ProverError>;
+
+    /// Starts proving `assignment` (partition `partition`) against `params` (the Arc
+    /// [`PartitionProver::parameters`] returned), and returns the proofs finished since the last
+    /// call, of this partition or earlier ones. An error is that of a submitted partition: the
+    /// job stops, and the prover must have stopped the rest of its partitions before returning
+    /// it. By default the partition is proven here, with [`PartitionProver::prove`].
+    fn submit(
+        &mut self,
+        params: &Arc<Parameters>,
+        assignment: ProvingAssignment,
+        partition: usize,
+    ) -> Result<Proven, ProverError> {
+        let proof = self.prove(params, assignment, partition)?;
+        Ok(vec![(partition, proof)])
+    }
+
+    /// Waits for every submitted partition and returns the proofs not returned yet (or the error
+    /// of the lowest partition that failed). By default there are none: `submit` proved them.
+    fn finish(&mut self) -> Result<Proven, ProverError> {
+        Ok(Vec::new())
+    }
+
+    /// The job failed here (a partition did not synthesise, a proof did not verify): drop the
+    /// partitions not yet started, and return once nothing still proves with the job's
+    /// parameters. By default nothing is in flight.
+    fn abandon(&mut self) {}
 }
 
 impl<F> PartitionProver for F
 where
-    F: FnMut(
-        &Parameters,
-        ProvingAssignment,
-        usize,
-    ) -> Result<Proof, Box<dyn std::error::Error + Send + Sync>>,
+    F: FnMut(&Parameters, ProvingAssignment, usize) -> Result<Proof, ProverError>,
 {
     fn prove(
         &mut self,
         params: &Parameters,
         assignment: ProvingAssignment,
         partition: usize,
-    ) -> Result<Proof, Box<dyn std::error::Error + Send + Sync>> {
+    ) -> Result<Proof, ProverError> {
         self(params, assignment, partition)
     }
 }
@@ -74,7 +112,10 @@ where
 pub struct PartitionReport {
     /// Building the circuit and synthesising it into an assignment.
     pub synthesis: Duration,
-    /// The prover's call.
+    /// From submitting the partition to the prover until its proof came back. A prover that
+    /// proves as it is submitted (the default) makes this the proving time; one that proves
+    /// asynchronously hands proofs back at its next call, so this is the partition's wall time
+    /// in flight, overlapping other partitions' synthesis and proving.
     pub prove: Duration,
     /// Verifying the proof.
     pub verify: Duration,
@@ -107,49 +148,99 @@ pub(crate) fn prove_partitions<C: Circuit<Scalar>>(
     let pvk = prepare_verifying_key(&params.vk);
     let load_params = start.elapsed();
 
+    let mut job = Partitions {
+        pvk: &pvk,
+        reports: vec![PartitionReport::default(); partitions],
+        inputs: vec![None; partitions],
+        submitted: vec![None; partitions],
+        proofs: vec![None; partitions],
+    };
+    let mut run = || -> Result<(), FilecoinError> {
+        for k in 0..partitions {
+            let start = Instant::now();
+            let (this, inputs) = circuit(k)?;
+            // Recording needs a circuit of its own (the circuits are not all `Clone`): build it
+            // again.
+            let pre_compiled =
+                prover.pre_compiled(files, &mut || Ok(cuzk_pce::record(circuit(k)?.0)?))?;
+            let assignment = match pre_compiled {
+                Some(pc) => pc.synthesize(this)?,
+                None => synthesize_with_capacity(this, Capacity::of(&params))?,
+            };
+            check_fits(&assignment, &params, files, &inputs)?;
+            if let Some(constraint) = assignment.first_unsatisfied() {
+                return Err(FilecoinError::Unsatisfied {
+                    partition: k,
+                    constraint,
+                });
+            }
+            job.reports[k].constraints = assignment.num_constraints();
+            job.reports[k].synthesis = start.elapsed();
+            job.inputs[k] = Some(inputs);
+            job.submitted[k] = Some(Instant::now());
+            let proven = prover
+                .submit(&params, assignment, k)
+                .map_err(FilecoinError::Prover)?;
+            job.collect(proven)?;
+        }
+        job.collect(prover.finish().map_err(FilecoinError::Prover)?)
+    };
+    if let Err(e) = run() {
+        // Whatever the prover still has in flight is of a job that failed.
+        prover.abandon();
+        return Err(e);
+    }
+
     let mut bytes = Vec::with_capacity(PROOF_BYTES * partitions);
-    let mut reports = Vec::with_capacity(partitions);
-    for k in 0..partitions {
-        let mut report = PartitionReport::default();
-        let start = Instant::now();
-        let (this, inputs) = circuit(k)?;
-        // Recording needs a circuit of its own (the circuits are not all `Clone`): build it again.
-        let pre_compiled =
-            prover.pre_compiled(files, &mut || Ok(cuzk_pce::record(circuit(k)?.0)?))?;
-        let circuit = this;
-        let assignment = match pre_compiled {
-            Some(pc) => pc.synthesize(circuit)?,
-            None => synthesize_with_capacity(circuit, Capacity::of(&params))?,
-        };
-        check_fits(&assignment, &params, files, &inputs)?;
-        if let Some(constraint) = assignment.first_unsatisfied() {
-            return Err(FilecoinError::Unsatisfied {
-                partition: k,
-                constraint,
-            });
-        }
-        report.constraints = assignment.num_constraints();
-        report.synthesis = start.elapsed();
-
-        let start = Instant::now();
-        let proof = prover
-            .prove(&params, assignment, k)
-            .map_err(FilecoinError::Prover)?;
-        report.prove = start.elapsed();
-
-        let start = Instant::now();
-        if !verify_proof(&pvk, &proof, &inputs)? {
-            return Err(FilecoinError::ProofInvalid { partition: k });
-        }
-        report.verify = start.elapsed();
+    for (k, proof) in job.proofs.into_iter().enumerate() {
+        let proof = proof.ok_or_else(|| lost(format!("partition {k} was never proven")))?;
         bytes.extend_from_slice(&proof.to_bytes());
-        reports.push(report);
     }
     Ok(FilecoinProof {
         bytes,
         load_params,
-        partitions: reports,
+        partitions: job.reports,
     })
+}
+
+/// The partitions of one job in flight: what each was submitted with and when, and the proofs
+/// that came back.
+struct Partitions<'a> {
+    pvk: &'a PreparedVerifyingKey,
+    reports: Vec<PartitionReport>,
+    /// Public inputs of the partitions submitted and not yet proven.
+    inputs: Vec<Option<Vec<Scalar>>>,
+    submitted: Vec<Option<Instant>>,
+    proofs: Vec<Option<Proof>>,
+}
+
+impl Partitions<'_> {
+    /// Verifies the proofs the prover handed back and keeps them.
+    fn collect(&mut self, proven: Proven) -> Result<(), FilecoinError> {
+        for (k, proof) in proven {
+            let submitted = self.submitted.get(k).copied().flatten();
+            let (Some(submitted), Some(inputs)) =
+                (submitted, self.inputs.get_mut(k).and_then(Option::take))
+            else {
+                return Err(lost(format!(
+                    "the prover returned a proof of partition {k}, which is not in flight"
+                )));
+            };
+            self.reports[k].prove = submitted.elapsed();
+            let start = Instant::now();
+            if !verify_proof(self.pvk, &proof, &inputs)? {
+                return Err(FilecoinError::ProofInvalid { partition: k });
+            }
+            self.reports[k].verify = start.elapsed();
+            self.proofs[k] = Some(proof);
+        }
+        Ok(())
+    }
+}
+
+/// A prover that lost track of its partitions.
+fn lost(detail: String) -> FilecoinError {
+    FilecoinError::Prover(detail.into())
 }
 
 /// Reads the parameters `files` names and checks that the verifying key file is theirs.
@@ -199,4 +290,193 @@ fn check_fits(
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    //! The loop with a toy circuit and provers that hand proofs back late and out of order.
+
+    use std::path::PathBuf;
+
+    use bellpepper_core::{ConstraintSystem, SynthesisError};
+    use cuzk_pipeline::{CpuBackend, Prover, ProverConfig};
+    use ff::Field;
+    use rand_core::SeedableRng;
+
+    use super::*;
+
+    /// `x * x = y`, `y` public.
+    struct Square {
+        x: Scalar,
+        y: Scalar,
+    }
+
+    impl Circuit<Scalar> for Square {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), SynthesisError> {
+            let x = cs.alloc(|| "x", || Ok(self.x))?;
+            let y = cs.alloc_input(|| "y", || Ok(self.y))?;
+            cs.enforce(|| "x * x = y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+            Ok(())
+        }
+    }
+
+    /// Partition `k` proves the square of `k + 2`.
+    fn circuit(k: usize) -> Result<(Square, Vec<Scalar>), FilecoinError> {
+        let x = Scalar::from(k as u64 + 2);
+        Ok((Square { x, y: x.square() }, vec![x.square()]))
+    }
+
+    fn files() -> ParamFiles {
+        ParamFiles {
+            id: "square".into(),
+            sector_size: 0,
+            params: PathBuf::from("square.params"),
+            vk: PathBuf::from("square.vk"),
+            meta: PathBuf::from("square.meta"),
+        }
+    }
+
+    /// What the toy prover does with the proofs it makes.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mode {
+        /// Hands each proof back one submit late, the last ones at `finish` in reverse order.
+        Late,
+        /// Hands every proof back at `finish`, in reverse partition order.
+        Reversed,
+        /// Like `Late`, but gives partition 2 the proof of partition 1.
+        Swapped,
+        /// Like `Reversed`, but partition 2 fails.
+        Fails,
+    }
+
+    /// Proves with the CPU pipeline as partitions are submitted, and hands the proofs back
+    /// later, as `mode` says.
+    struct Toy {
+        params: Arc<Parameters>,
+        prover: Prover<CpuBackend>,
+        mode: Mode,
+        held: Proven,
+        abandoned: bool,
+    }
+
+    impl Toy {
+        fn new(mode: Mode) -> Self {
+            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(7);
+            let params =
+                cuzk_groth16::generate_random_parameters(circuit(0).unwrap().0, &mut rng).unwrap();
+            Self {
+                params: Arc::new(params),
+                prover: Prover::new(CpuBackend, ProverConfig::default()),
+                mode,
+                held: Vec::new(),
+                abandoned: false,
+            }
+        }
+    }
+
+    impl PartitionProver for Toy {
+        fn parameters(&mut self, _: &ParamFiles) -> Result<Arc<Parameters>, FilecoinError> {
+            Ok(Arc::clone(&self.params))
+        }
+
+        fn prove(
+            &mut self,
+            _: &Parameters,
+            _: ProvingAssignment,
+            _: usize,
+        ) -> Result<Proof, ProverError> {
+            unreachable!("the loop submits")
+        }
+
+        fn submit(
+            &mut self,
+            params: &Arc<Parameters>,
+            assignment: ProvingAssignment,
+            partition: usize,
+        ) -> Result<Proven, ProverError> {
+            assert!(Arc::ptr_eq(params, &self.params));
+            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(partition as u64);
+            let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+            let proof = self
+                .prover
+                .prove_batch(params, vec![assignment], &[r], &[s], 0)?;
+            let mut proof = proof.into_iter().next().unwrap().0;
+            if self.mode == Mode::Swapped && partition == 2 {
+                proof = self.held.last().unwrap().1;
+            }
+            self.held.push((partition, proof));
+            Ok(match self.mode {
+                Mode::Late | Mode::Swapped if self.held.len() > 1 => vec![self.held.remove(0)],
+                _ => Vec::new(),
+            })
+        }
+
+        fn finish(&mut self) -> Result<Proven, ProverError> {
+            if self.mode == Mode::Fails {
+                return Err("partition 2 failed".into());
+            }
+            Ok(std::mem::take(&mut self.held).into_iter().rev().collect())
+        }
+
+        fn abandon(&mut self) {
+            self.abandoned = true;
+        }
+    }
+
+    #[test]
+    fn proofs_handed_back_out_of_order_come_out_in_partition_order() {
+        for mode in [Mode::Late, Mode::Reversed] {
+            let mut toy = Toy::new(mode);
+            let proof = prove_partitions(&files(), 4, &mut toy, circuit).unwrap();
+            assert_eq!(proof.bytes.len(), 4 * PROOF_BYTES);
+            assert_eq!(proof.partitions.len(), 4);
+            assert!(!toy.abandoned);
+            let pvk = prepare_verifying_key(&toy.params.vk);
+            for k in 0..4 {
+                let inputs = circuit(k).unwrap().1;
+                let bytes = &proof.bytes[k * PROOF_BYTES..(k + 1) * PROOF_BYTES];
+                let p = Proof::from_bytes(bytes).unwrap();
+                assert!(verify_proof(&pvk, &p, &inputs).unwrap(), "partition {k}");
+                // x * x = y, and one input constraint for each of `1` and `y`.
+                assert_eq!(proof.partitions[k].constraints, 3);
+            }
+        }
+    }
+
+    #[test]
+    fn an_invalid_or_failed_partition_fails_the_job_and_abandons_the_rest() {
+        let mut toy = Toy::new(Mode::Swapped);
+        let e = prove_partitions(&files(), 4, &mut toy, circuit).unwrap_err();
+        assert!(
+            matches!(e, FilecoinError::ProofInvalid { partition: 2 }),
+            "{e}"
+        );
+        assert!(toy.abandoned);
+
+        let mut toy = Toy::new(Mode::Fails);
+        let e = prove_partitions(&files(), 4, &mut toy, circuit).unwrap_err();
+        assert!(matches!(e, FilecoinError::Prover(_)), "{e}");
+        assert!(toy.abandoned);
+
+        // A partition that does not hold fails the job before it reaches the prover; the one
+        // before it, submitted, is abandoned.
+        let mut toy = Toy::new(Mode::Reversed);
+        let e = prove_partitions(&files(), 3, &mut toy, |k| {
+            let (mut c, inputs) = circuit(k)?;
+            if k == 1 {
+                c.y += Scalar::ONE;
+            }
+            Ok((c, inputs))
+        })
+        .unwrap_err();
+        assert!(
+            matches!(e, FilecoinError::Unsatisfied { partition: 1, .. }),
+            "{e}"
+        );
+        assert_eq!(toy.held.len(), 1, "only partition 0 was submitted");
+        assert!(toy.abandoned);
+    }
 }
