@@ -11,6 +11,7 @@
 
 #include "msm/msm.cu"
 #include "msm/msm_test.cu"
+#include "msm/split.cu"
 #include "ntt/ntt.cu"
 
 thread_local dim3 threadIdx;
@@ -63,6 +64,11 @@ static const EmuKernel emu_kernels[] = {
     EMU_KERNEL(msm_sort_big, true),
     EMU_KERNEL(msm_affine_stats, false),
     EMU_KERNEL(msm_affine_slots, false),
+    EMU_KERNEL(msm_split_count, false),
+    EMU_KERNEL(msm_split_totals, false),
+    EMU_KERNEL(msm_split_scatter, false),
+    EMU_KERNEL(msm_gather_g1, false),
+    EMU_KERNEL(msm_gather_g2, false),
     EMU_GROUP(g1),
     EMU_GROUP(g2),
     EMU_KERNEL(msm_test_fp, false),

@@ -295,27 +295,33 @@ fn device_stages_report_event_time_and_the_run_replays() {
     });
     let timeline = handle.snapshot();
     let stage = |name: &'static str| timeline.spans.iter().filter(move |s| s.name == name);
-    for name in ["ntt_h", "msm_h", "tail_msm"] {
+    for name in ["ntt_h", "msm_h"] {
         assert_eq!(stage(name).count(), 2, "{name}");
+    }
+    // The bases are resident: each query's split and tail MSM run on the device
+    // (the values' upload is a split_vectors span too), and nothing is gathered on the host.
+    assert_eq!(stage("split_vectors").count(), 2 * 4);
+    assert_eq!(stage("tail_msm").count(), 2 * 3);
+    for name in ["ntt_h", "msm_h", "split_vectors", "tail_msm"] {
         assert!(
             stage(name).all(|s| s.gpu_ns.is_some()),
             "{name} has device time"
         );
     }
-    for name in ["split_vectors", "prep_msm", "epilogue"] {
-        assert!(
-            stage(name).all(|s| s.gpu_ns.is_none()),
-            "{name} runs on the host"
-        );
-    }
+    assert_eq!(stage("prep_msm").count(), 0, "no host gathering");
+    assert!(
+        stage("epilogue").all(|s| s.gpu_ns.is_none()),
+        "epilogue runs on the host"
+    );
     let waits: Vec<_> = stage("vram_wait").collect();
     assert_eq!(waits.len(), 2);
     let first = waits[0].demand.expect("the wait carries the demand");
     for w in waits {
         let d = w.demand.expect("the wait carries the demand");
-        // Two partitions of one circuit: one shape; a, b, c and h staged.
+        // Two partitions of one circuit: one shape; a, b, c and h staged (or, if more, the
+        // values and a query's split).
         assert_eq!(d, first);
-        assert_eq!(d.stage_bytes, 4 * (1 << 9) * 32);
+        assert!(d.stage_bytes >= 4 * (1 << 9) * 32);
         assert!(d.compute_bytes > 0);
     }
     let summary = timeline.run_summary();

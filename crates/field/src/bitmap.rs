@@ -133,11 +133,21 @@ impl Bitmap {
         &self.words
     }
 
-    /// Appends all bits of `other`.
+    /// Appends all bits of `other`, a word at a time (the prover concatenates densities of
+    /// millions of bits).
     pub fn extend_from(&mut self, other: &Bitmap) {
-        for bit in other.iter() {
-            self.push(bit);
+        let shift = self.len % 64;
+        if shift == 0 {
+            self.words.extend_from_slice(&other.words);
+        } else {
+            for &word in &other.words {
+                *self.words.last_mut().expect("a partial last word") |= word << shift;
+                self.words.push(word >> (64 - shift));
+            }
         }
+        self.len += other.len;
+        // The last pushed word may lie past the end (bits past `len` are zero in both).
+        self.words.truncate(self.len.div_ceil(64));
     }
 }
 
@@ -157,6 +167,18 @@ mod tests {
                 bits.iter().enumerate().filter(|(_, b)| **b).map(|(i, _)| i).collect();
             prop_assert_eq!(ones, expected);
             prop_assert_eq!(bitmap.iter().collect::<Vec<_>>(), bits);
+        }
+
+        #[test]
+        fn extend_from_concatenates(
+            a in proptest::collection::vec(any::<bool>(), 0..200),
+            b in proptest::collection::vec(any::<bool>(), 0..200),
+        ) {
+            let mut joined = Bitmap::from_bools(a.iter().copied());
+            joined.extend_from(&Bitmap::from_bools(b.iter().copied()));
+            let expected = Bitmap::from_bools(a.iter().chain(&b).copied());
+            prop_assert_eq!(joined.len(), expected.len());
+            prop_assert_eq!(joined.words(), expected.words());
         }
     }
 

@@ -5,9 +5,11 @@
 //! identical to the CPU backend: the proof is a pure function of its inputs and `r`, `s`.
 
 use cuzk_field::{Domain, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_groth16::Parameters;
 use cuzk_msm::{Selection, G1, G2};
 use cuzk_ntt::Order;
 
+use crate::query::{host_query_sums, Query, QuerySums, Stages, Witness};
 use crate::{JobContext, PipelineError};
 
 /// The operations the partition prover needs from a backend.
@@ -35,8 +37,25 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// parameters' `h` query, as long as they are).
     fn msm_h(&self, bases: &[G1Affine], h: Self::H) -> Result<G1Projective, PipelineError>;
 
-    /// Waits until this backend may run a partition's device stages (`batch_add` to `msm_h`)
-    /// of the given sizes, and returns what holds that permission until dropped. The CPU has
+    /// The sums of the queries over the partition's values (L, A, B₁, B₂): each query's
+    /// scalars split into zero, one and other (`split_vectors`), the others' bases gathered
+    /// (`prep_msm`), the ones' bases batch-added (`batch_add`) and the tail MSMs over the others
+    /// (`tail_msm`), each step run as its stage through `stages`. The backend does its own
+    /// splitting and gathering; the default is the host path ([`host_query_sums`]: split and
+    /// gather on the host, sums through [`Backend::batch_add_g1`] and the others).
+    fn query_sums(
+        &self,
+        params: &Parameters,
+        witness: &Witness<'_>,
+        stages: &mut Stages<'_>,
+    ) -> Result<QuerySums, PipelineError> {
+        let mut sums = QuerySums::default();
+        host_query_sums(self, params, witness, &Query::ALL, stages, &mut sums)?;
+        Ok(sums)
+    }
+
+    /// Waits until this backend may run a partition's device stages (`split_vectors` to
+    /// `msm_h`) of the given sizes, and returns what holds that permission until dropped. The CPU has
     /// nothing to wait for; a GPU asks its interlock policy for the memory those stages take.
     fn device_phase(
         &self,
@@ -70,17 +89,22 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     ) -> Result<G2Projective, PipelineError>;
 }
 
-/// The sizes of a partition's device stages, known once its vectors are split: what a backend
-/// needs to reserve their memory before the first of them starts ([`Backend::device_phase`]).
+/// The sizes of a partition's device stages, bounded before its vectors are split (the split
+/// may run on the device, inside the reservation): what a backend needs to reserve their memory
+/// before the first of them starts ([`Backend::device_phase`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PartitionShape {
     /// The evaluation domain's size: `a`, `b`, `c` and `h` have this many elements.
     pub domain: usize,
-    /// Points of the largest G1 tail MSM (L, A or B₁ over its other scalars).
+    /// The values the queries are split over (input ‖ aux).
+    pub values: usize,
+    /// At most the points of the largest G1 tail MSM (L, A or B₁ over its other scalars): the
+    /// largest G1 query's length.
     pub tail_g1: usize,
-    /// Points of the G2 tail MSM (B₂ over its other scalars).
+    /// At most the points of the G2 tail MSM (B₂ over its other scalars): B's length.
     pub tail_g2: usize,
-    /// Bases of the largest batch addition (the ones of L, A or B).
+    /// At most the bases of the largest batch addition (the ones of L, A or B), and of the
+    /// largest query's split: the largest query's length.
     pub ones: usize,
 }
 
@@ -148,6 +172,10 @@ macro_rules! forward_backend {
 
             fn msm_h(&self, bases: &[G1Affine], h: Self::H) -> Result<G1Projective, PipelineError> {
                 (**self).msm_h(bases, h)
+            }
+
+            fn query_sums(&self, params: &Parameters, witness: &Witness<'_>, stages: &mut Stages<'_>) -> Result<QuerySums, PipelineError> {
+                (**self).query_sums(params, witness, stages)
             }
 
             fn device_phase(&self, shape: PartitionShape, ctx: JobContext, partition: usize) -> Result<DevicePhase, PipelineError> {

@@ -6,16 +6,18 @@
 //! | stage (in execution order) | what it does |
 //! |---|---|
 //! | `validate` | the assignment's shape against the parameters; every constraint holds |
-//! | `split_vectors` | sort each query's scalars into zero / one / other |
-//! | `prep_msm` | gather the bases of the "other" scalars for the tail MSMs |
+//! | `split_vectors` | sort each query's scalars into zero / one / other (on the device with the GPU backend when the query's bases are resident: the values go up once, then each query's split runs there) |
+//! | `prep_msm` | gather the bases of the "other" scalars for the tail MSMs (on the GPU with resident bases, each chunk is gathered inside `tail_msm`: no time here) |
 //! | `batch_add` | sums of the bases whose scalar is one (A, B₁, B₂, L) |
 //! | `tail_msm` | MSMs of L, A, B₁ (G1) and B₂ (G2) over the other scalars |
 //! | `ntt_h` | H = (a·b − c)/Z: iNTT, coset NTT, pointwise, coset iNTT |
 //! | `msm_h` | Σ hᵢ·Hᵢ |
 //! | `epilogue` | A = α + ΣA + rδ; B = β + ΣB + sδ; C = H + L + s·A + r·B₁ − rs·δ |
 //!
-//! The queries over the assignment's values run before the NTTs so that those values are freed
-//! first: the NTT scratch then reuses their memory and the prover's peak stays at what synthesis
+//! `split_vectors` to `tail_msm` are one call, [`Backend::query_sums`], so that a backend does its
+//! own splitting and gathering (see the `query` module); the partition's device phase opens
+//! before it. The queries over the assignment's values run before the NTTs so that those values
+//! are freed first: the NTT scratch then reuses their memory and the prover's peak stays at what synthesis
 //! left. The heavy stages go through a [`Backend`]; [`CpuBackend`] runs them on the host, and
 //! `gpu::GpuBackend` (feature `cuda`) on a CUDA device. Every
 //! [`Prover::prove`] returns the proof and a [`PartitionTiming`]. Configuration is a value
@@ -25,11 +27,13 @@ mod backend;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 mod prover;
+mod query;
 pub mod split;
 mod stage;
 
 pub use backend::{Backend, CpuBackend, DevicePhase, PartitionShape};
 pub use prover::{JobContext, Prover, ProverConfig};
+pub use query::{host_query_sums, Query, QuerySums, Stages, Witness};
 pub use stage::{PartitionTiming, Stage};
 
 /// Errors of the partition prover.

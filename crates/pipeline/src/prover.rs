@@ -7,7 +7,7 @@ use cuzk_groth16::{Groth16Error, Parameters, Proof, ProvingAssignment};
 use group::{prime::PrimeCurveAffine, Curve};
 
 use crate::backend::{Backend, PartitionShape};
-use crate::split::{gather, split_query, Segment, SplitQuery};
+use crate::query::{Query, Stages, Witness};
 use crate::stage::{PartitionTiming, Stage};
 use crate::PipelineError;
 
@@ -108,13 +108,6 @@ fn validate(
     Ok(())
 }
 
-/// The three split queries of a partition.
-struct Splits {
-    l: SplitQuery,
-    a: SplitQuery,
-    b: SplitQuery,
-}
-
 impl<B: Backend> Prover<B> {
     /// A prover over `backend`.
     pub fn new(backend: B, config: ProverConfig) -> Self {
@@ -164,102 +157,42 @@ impl<B: Backend> Prover<B> {
             Ok(domain)
         })?;
 
-        let splits = run_stage(Stage::SplitVectors, ctx, device, &mut t, || {
-            let (input, aux) = (&asg.input, &asg.aux);
-            let (l, (a, b)) = rayon::join(
-                || {
-                    split_query(&[Segment {
-                        values: aux,
-                        density: None,
-                    }])
-                },
-                || {
-                    rayon::join(
-                        || {
-                            split_query(&[
-                                Segment {
-                                    values: input,
-                                    density: None,
-                                },
-                                Segment {
-                                    values: aux,
-                                    density: Some(&asg.a_aux_density),
-                                },
-                            ])
-                        },
-                        || {
-                            split_query(&[
-                                Segment {
-                                    values: input,
-                                    density: Some(&asg.b_input_density),
-                                },
-                                Segment {
-                                    values: aux,
-                                    density: Some(&asg.b_aux_density),
-                                },
-                            ])
-                        },
-                    )
-                },
-            );
-            Ok(Splits { l, a, b })
-        })?;
-
-        let (l_bases, a_bases, b1_bases, b2_bases) =
-            run_stage(Stage::PrepMsm, ctx, device, &mut t, || {
-                Ok((
-                    gather(&params.l, &splits.l.other_bases),
-                    gather(&params.a, &splits.a.other_bases),
-                    gather(&params.b_g1, &splits.b.other_bases),
-                    gather(&params.b_g2, &splits.b.other_bases),
-                ))
-            })?;
-
-        // The device stages run under the backend's permission (a GPU's interlock policy).
+        // The device stages run under the backend's permission (a GPU's interlock policy),
+        // from the split on: a backend may split on the device, inside the reservation, so its
+        // shape is bounded by the queries' lengths rather than counted from a split.
+        let longest = Query::ALL
+            .map(|q| q.n_bases(params))
+            .into_iter()
+            .max()
+            .unwrap_or(0);
         let shape = PartitionShape {
             domain: domain.n(),
-            tail_g1: [&splits.l, &splits.a, &splits.b]
-                .iter()
-                .map(|s| s.other_scalars.len())
-                .max()
-                .unwrap_or(0),
-            tail_g2: splits.b.other_scalars.len(),
-            ones: [&splits.l, &splits.a, &splits.b]
-                .iter()
-                .map(|s| s.ones.len())
-                .max()
-                .unwrap_or(0),
+            values: asg.input.len() + asg.aux.len(),
+            tail_g1: longest,
+            tail_g2: Query::B.n_bases(params),
+            ones: longest,
         };
         let phase = self.backend.device_phase(shape, ctx, partition)?;
-        let (l_ones, a_ones, b1_ones, b2_ones) =
-            run_stage(Stage::BatchAdd, ctx, device, &mut t, || {
-                Ok((
-                    self.backend.batch_add_g1(&params.l, &splits.l.ones)?,
-                    self.backend.batch_add_g1(&params.a, &splits.a.ones)?,
-                    self.backend.batch_add_g1(&params.b_g1, &splits.b.ones)?,
-                    self.backend.batch_add_g2(&params.b_g2, &splits.b.ones)?,
-                ))
-            })?;
+        let witness = Witness {
+            input: &asg.input,
+            aux: &asg.aux,
+            a_aux_density: &asg.a_aux_density,
+            b_input_density: &asg.b_input_density,
+            b_aux_density: &asg.b_aux_density,
+        };
+        let sums =
+            self.backend
+                .query_sums(params, &witness, &mut Stages::new(ctx, device, &mut t))?;
 
-        let (l_sum, a_sum, b1_sum, b2_sum) =
-            run_stage(Stage::TailMsm, ctx, device, &mut t, || {
-                Ok((
-                    l_ones + self.backend.msm_g1(&l_bases, &splits.l.other_scalars)?,
-                    a_ones + self.backend.msm_g1(&a_bases, &splits.a.other_scalars)?,
-                    b1_ones + self.backend.msm_g1(&b1_bases, &splits.b.other_scalars)?,
-                    b2_ones + self.backend.msm_g2(&b2_bases, &splits.b.other_scalars)?,
-                ))
-            })?;
-
-        // The private and public values, the splits and the gathered bases are not needed any
-        // more: free them before the NTTs, whose scratch then reuses their memory, so the peak
-        // is no higher than synthesis left it.
+        // The private and public values are not needed any more: free them before the NTTs,
+        // whose scratch then reuses their memory, so the peak is no higher than synthesis left
+        // it.
         let abc = (
             std::mem::take(&mut asg.a),
             std::mem::take(&mut asg.b),
             std::mem::take(&mut asg.c),
         );
-        drop((asg, splits, l_bases, a_bases, b1_bases, b2_bases));
+        drop(asg);
 
         let h = run_stage(Stage::NttH, ctx, device, &mut t, || {
             let n = domain.n();
@@ -281,10 +214,10 @@ impl<B: Backend> Prover<B> {
                 params,
                 EpilogueSums {
                     h: h_sum,
-                    l: l_sum,
-                    a: a_sum,
-                    b1: b1_sum,
-                    b2: b2_sum,
+                    l: sums.l,
+                    a: sums.a,
+                    b1: sums.b1,
+                    b2: sums.b2,
                 },
                 r,
                 s,

@@ -3,6 +3,9 @@
 //! A Groth16 query pairs each base with the value of one variable. Zeros contribute nothing; ones
 //! contribute their base, so they become a plain sum of points (batch addition, far cheaper than
 //! an MSM term); only the rest go to the MSM. In a PoRep partition most scalars are zero or one.
+//!
+//! This is the host path ([`crate::host_query_sums`]); the GPU backend splits a query whose bases
+//! are resident on the device instead (cuzk-msm's `GpuMsm::split_in`, the same outputs).
 
 use cuzk_field::{Bitmap, Scalar};
 use ff::Field;

@@ -1,5 +1,6 @@
 //! Batch addition on the device: launch wrappers of `msm_batch_{bitmap,indices,range}_<g>` and
-//! `msm_sum_<g>` (kernels/msm/msm.cu), and the sequence that runs them.
+//! `msm_sum_<g>` (kernels/msm/msm.cu), and the sequence that runs them, over a host selection or
+//! over indices already on the device (a device split's ones).
 //!
 //! One launch sums the selected bases in segments (one XYZZ partial sum per thread, mixed
 //! additions); msm_sum then adds partial sums sixteen to a thread until at most
@@ -104,25 +105,10 @@ pub(crate) fn batch_add<E: Exec, C: GpuCurve>(
             let mut dev_indices = exec.alloc(4 * indices.len())?;
             // SAFETY: u32 has no padding.
             exec.upload(&mut dev_indices, unsafe { as_bytes(indices) })?;
-            let per_thread = points_per_thread(indices.len(), sm);
-            let n_threads = indices.len().div_ceil(per_thread);
-            let out = exec.alloc(n_threads * xyzz)?;
-            exec.launch(
-                names.batch_indices,
-                blocks(n_threads, POINT_BLOCK)?,
-                POINT_BLOCK,
-                &[
-                    Arg::Buf(&out),
-                    Arg::Buf(bases),
-                    Arg::Buf(&dev_indices),
-                    Arg::U32(u32_arg(indices.len(), "indices")?),
-                    Arg::U32(u32_arg(per_thread, "indices per thread")?),
-                    Arg::U32(u32_arg(n_threads, "threads")?),
-                ],
-            )?;
-            // The indices must live until the kernel has run: the download below waits for it.
-            let result = (out, n_threads);
-            return finish::<E, C, _>(exec, result.0, result.1, dev_indices);
+            let (out, n_threads) =
+                launch_indices::<E, C>(exec, bases, &dev_indices, indices.len())?;
+            // The indices must live until the kernel has run: the download waits for it.
+            return finish::<E, C, _>(exec, out, n_threads, dev_indices);
         }
         Selection::Bitmap(bitmap) => {
             let (out, n_threads, words) = launch_bitmap::<E, C>(exec, bases, bitmap)?;
@@ -130,6 +116,54 @@ pub(crate) fn batch_add<E: Exec, C: GpuCurve>(
         }
     };
     finish::<E, C, _>(exec, partials, n_partials, ())
+}
+
+/// `Σ_{j < n} bases[indices[j]]` for `n` u32 indices in device memory, each below the number of
+/// bases (the caller's guarantee: a device split's ranks are, see `split.rs`).
+pub(crate) fn batch_add_device_indices<E: Exec, C: GpuCurve>(
+    exec: &E,
+    bases: &E::Buf,
+    indices: &E::Buf,
+    n: usize,
+) -> Result<C::Projective, GpuMsmError> {
+    if n == 0 {
+        return Ok(C::identity());
+    }
+    if E::size(indices) < 4 * n {
+        return Err(GpuMsmError::Internal(format!(
+            "{n} indices in a buffer of {} bytes",
+            E::size(indices)
+        )));
+    }
+    let (out, n_threads) = launch_indices::<E, C>(exec, bases, indices, n)?;
+    finish::<E, C, _>(exec, out, n_threads, ())
+}
+
+/// msm_batch_indices_<g> over the first `n` indices of `indices`: returns the partial sums and
+/// their number.
+fn launch_indices<E: Exec, C: GpuCurve>(
+    exec: &E,
+    bases: &E::Buf,
+    indices: &E::Buf,
+    n: usize,
+) -> Result<(E::Buf, usize), GpuMsmError> {
+    let per_thread = points_per_thread(n, exec.sm_count());
+    let n_threads = n.div_ceil(per_thread);
+    let out = exec.alloc(n_threads * C::GROUP.xyzz_bytes())?;
+    exec.launch(
+        kernels_of::<C>().batch_indices,
+        blocks(n_threads, POINT_BLOCK)?,
+        POINT_BLOCK,
+        &[
+            Arg::Buf(&out),
+            Arg::Buf(bases),
+            Arg::Buf(indices),
+            Arg::U32(u32_arg(n, "indices")?),
+            Arg::U32(u32_arg(per_thread, "indices per thread")?),
+            Arg::U32(u32_arg(n_threads, "threads")?),
+        ],
+    )?;
+    Ok((out, n_threads))
 }
 
 /// msm_batch_bitmap_<g>: returns the partial sums, their number, and the uploaded words (which

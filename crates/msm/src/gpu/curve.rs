@@ -43,7 +43,8 @@ pub trait GpuCurve: MsmCurve {
     fn projective_from_xyzz(bytes: &[u8]) -> Result<Self::Projective, GpuMsmError>;
 }
 
-/// The kernels of one group (kernels/msm/msm.cu; msm_test.cu for the test kernels and probes).
+/// The kernels of one group (kernels/msm/msm.cu; split.cu for the gather, msm_test.cu for the
+/// test kernels and probes).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct GroupKernels {
     pub(crate) accumulate: &'static str,
@@ -62,6 +63,7 @@ pub(crate) struct GroupKernels {
     pub(crate) inv_top: &'static str,
     pub(crate) affine_buckets: &'static str,
     pub(crate) affine_reduce: &'static str,
+    pub(crate) gather: &'static str,
     #[cfg(any(test, feature = "testing"))]
     pub(crate) bench_madd: &'static str,
 }
@@ -83,6 +85,7 @@ const G1_KERNELS: GroupKernels = GroupKernels {
     inv_top: "msm_inv_top_g1",
     affine_buckets: "msm_affine_buckets_g1",
     affine_reduce: "msm_affine_reduce_g1",
+    gather: "msm_gather_g1",
     #[cfg(any(test, feature = "testing"))]
     bench_madd: "msm_bench_madd_g1",
 };
@@ -104,6 +107,7 @@ const G2_KERNELS: GroupKernels = GroupKernels {
     inv_top: "msm_inv_top_g2",
     affine_buckets: "msm_affine_buckets_g2",
     affine_reduce: "msm_affine_reduce_g2",
+    gather: "msm_gather_g2",
     #[cfg(any(test, feature = "testing"))]
     bench_madd: "msm_bench_madd_g2",
 };
@@ -129,6 +133,11 @@ pub(crate) const KERNEL_NAMES: &[&str] = &[
     "msm_sort_big",
     "msm_affine_stats",
     "msm_affine_slots",
+    "msm_split_count",
+    "msm_split_totals",
+    "msm_split_scatter",
+    "msm_gather_g1",
+    "msm_gather_g2",
     "msm_accumulate_g1",
     "msm_merge_g1",
     "msm_reduce_g1",

@@ -8,6 +8,10 @@
 //!   ([`Bases::Host`], [`Scalars::Host`]). Scalars are read in Montgomery form (blstrs
 //!   [`Scalar`](cuzk_field::Scalar)s) or canonical, as the caller says ([`ScalarForm`]).
 //! - [`GpuMsm::batch_add`]: the sum of the bases a bitmap or an index list selects.
+//! - [`GpuMsm::split_in`]: a Groth16 query's split of its scalars into zero, one and other, from
+//!   values in device memory and the query's membership bitmap ([`DeviceSplit`]); the ones'
+//!   batch addition ([`GpuMsm::batch_add_ones_in`]) and the tail MSM over the others
+//!   ([`Bases::Gathered`]: each chunk's bases gathered from resident ones) read it in place.
 //!
 //! The results are the CPU reference's ([`crate::naive_msm`], [`crate::reference::msm`],
 //! [`crate::batch_add`]), point for point: every step is exact group arithmetic.
@@ -55,6 +59,7 @@ mod curve;
 mod exec;
 mod pippenger;
 mod plan;
+mod split;
 #[cfg(any(test, feature = "testing"))]
 pub mod testops;
 #[cfg(test)]
@@ -116,6 +121,9 @@ pub enum GpuMsmError {
 pub use batch::batch_add_device_bytes;
 #[cfg(feature = "cuda")]
 pub use device::{Bases, GpuMsm, Scalars};
+#[cfg(feature = "cuda")]
+pub use split::DeviceSplit;
+pub use split::{split_scratch_buffers, split_scratch_bytes, SplitTotals};
 
 /// The most device buffers one call of [`GpuMsm`] allocates (the batch-affine scratch of every
 /// lane, the sort, the reduction levels, the streamed slots), so that a caller that supplies
@@ -131,7 +139,7 @@ mod device {
     use cuzk_gpu::{Device, DeviceBuffer, PinnedBuffer, Stream, Workspace};
 
     use super::cache::BufferCache;
-    use super::curve::affine_bytes;
+    use super::curve::{affine_bytes, kernels_of};
     use super::exec::{as_bytes, GpuBuf, GpuExec, GpuKernels, PinnedSource};
     use super::pippenger::{self, Source};
     use super::plan::affine_scratch_for_device;
@@ -140,8 +148,8 @@ mod device {
     #[cfg(feature = "testing")]
     use super::testops::{self, FieldOp, PointOp};
     use super::{
-        streamed_chunk_len, Accumulation, GpuCurve, GpuMsmError, Group, MsmPlan, ScalarForm,
-        StageTimes,
+        streamed_chunk_len, Accumulation, DeviceSplit, GpuCurve, GpuMsmError, Group, MsmPlan,
+        ScalarForm, StageTimes,
     };
     use crate::scalar::first_non_canonical;
     use crate::{MsmError, Selection};
@@ -159,6 +167,17 @@ mod device {
         /// into pinned staging memory and from there to the device while the previous one is
         /// computed.
         Host(&'a [C::Affine]),
+        /// The bases of a device split's other scalars (the MSM's scalars are then
+        /// [`DeviceSplit::other_scalars`]), picked out of the query's resident bases: streamed
+        /// as [`Bases::Pinned`] are, each chunk gathered on the device into its staging slot
+        /// where a copy would land, so the call takes a streamed call's memory
+        /// ([`GpuMsm::call_bytes`] of `split.totals().others` points, not resident).
+        Gathered {
+            /// The query's bases, one per member of the split's bitmap.
+            bases: &'a DeviceBuffer<C::AffineLimbs>,
+            /// The split whose others' bases these are.
+            split: &'a DeviceSplit,
+        },
     }
 
     /// The scalars of an MSM.
@@ -190,6 +209,7 @@ mod device {
                 Bases::Device(b) => b.len(),
                 Bases::Pinned(p) => p.len(),
                 Bases::Host(h) => h.len(),
+                Bases::Gathered { split, .. } => split.totals().others,
             }
         }
     }
@@ -235,14 +255,14 @@ mod device {
     /// One call in progress: holds the call lock; when dropped, the buffers the call released
     /// become the ones the next call may reuse, and those taken from a caller's workspace go
     /// back to it.
-    struct Call<'a> {
+    pub(super) struct Call<'a> {
         msm: &'a GpuMsm,
         workspace: Option<&'a dyn Workspace>,
         _serial: std::sync::MutexGuard<'a, ()>,
     }
 
     impl Call<'_> {
-        fn exec<'e>(
+        pub(super) fn exec<'e>(
             &'e self,
             profile: Option<&'e std::cell::RefCell<Vec<(&'static str, cuzk_gpu::Event)>>>,
         ) -> GpuExec<'e> {
@@ -307,7 +327,7 @@ mod device {
             self.staging.clear();
         }
 
-        fn begin_call<'a>(&'a self, workspace: Option<&'a dyn Workspace>) -> Call<'a> {
+        pub(super) fn begin_call<'a>(&'a self, workspace: Option<&'a dyn Workspace>) -> Call<'a> {
             Call {
                 msm: self,
                 workspace,
@@ -474,6 +494,7 @@ mod device {
                 }
             }
             let borrowed_bases;
+            let borrowed_indices;
             let base_source = match &bases {
                 Bases::Device(b) => {
                     borrowed_bases = GpuBuf::Borrowed(*b);
@@ -481,6 +502,17 @@ mod device {
                 }
                 Bases::Pinned(p) => Source::Pinned(*p as &dyn PinnedSource),
                 Bases::Host(h) => Source::Host(affine_bytes::<C>(h)),
+                Bases::Gathered { bases, split } => {
+                    // The split's indices are below its members: one base each.
+                    split.check_bases(bases.len())?;
+                    borrowed_bases = GpuBuf::Borrowed(*bases);
+                    borrowed_indices = GpuBuf::Borrowed(split.other_bases());
+                    Source::Gathered {
+                        bases: &borrowed_bases,
+                        indices: &borrowed_indices,
+                        kernel: kernels_of::<C>().gather,
+                    }
+                }
             };
             let borrowed_scalars;
             let (scalar_source, form) = match &scalars {

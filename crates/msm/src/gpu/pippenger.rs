@@ -28,12 +28,19 @@ use crate::reference::combine_windows_of_widths;
 use rayon::prelude::*;
 
 /// Where an input lives: already in device memory, in pinned host memory (streamed in chunks
-/// straight from there) or in pageable host memory (streamed in chunks through pinned staging
-/// buffers).
+/// straight from there), in pageable host memory (streamed in chunks through pinned staging
+/// buffers), or scattered over device memory: bases `indices` (u32) picks out of `bases`, each
+/// chunk gathered into its staging slot by `kernel` (`msm_gather_<g>`, kernels/msm/split.cu)
+/// where a streamed input's chunk would be copied, so the call's memory is a streamed call's.
 pub(crate) enum Source<'a, E: Exec> {
     Device(&'a E::Buf),
     Pinned(&'a E::Pinned),
     Host(&'a [u8]),
+    Gathered {
+        bases: &'a E::Buf,
+        indices: &'a E::Buf,
+        kernel: &'static str,
+    },
 }
 
 impl<E: Exec> Source<'_, E> {
@@ -184,6 +191,24 @@ impl<E: Exec> Staging<E> {
                 let dst = self.slots[slot].as_mut().expect(SLOT);
                 exec.upload_pinned(dst, E::staged(host), 0..src.len())
             }
+            // On the compute lane, after the sums of the chunk that last read the slot (issued
+            // before it), like every kernel.
+            Source::Gathered {
+                bases,
+                indices,
+                kernel,
+            } => exec.launch(
+                kernel,
+                blocks(m, INT_BLOCK)?,
+                INT_BLOCK,
+                &[
+                    Arg::Buf(self.slots[slot].as_ref().expect(SLOT)),
+                    Arg::Buf(bases),
+                    Arg::Buf(indices),
+                    Arg::U32(u32_arg(start, "first gathered point")?),
+                    Arg::U32(u32_arg(m, "gathered points")?),
+                ],
+            ),
         }
     }
 
@@ -605,8 +630,8 @@ fn msm_digits_bins<E: Exec>(
 }
 
 /// Exclusive prefix sum of `n` u32 of `data` in place: msm_scan_tiles, recursively over the tile
-/// sums, then msm_scan_add.
-fn scan<E: Exec>(
+/// sums, then msm_scan_add. `tile_sums` and `rest` are [`MsmPlan::scan_levels`]`(n)` long.
+pub(crate) fn scan<E: Exec>(
     exec: &E,
     data: &mut E::Buf,
     n: usize,

@@ -4,7 +4,8 @@
 //! [`GpuBackend::device_phase`](super::GpuBackend) asks the policy for the partition's
 //! [`Demand`] (see [`demand`]) and parks the compute permit in the worker's slot as a
 //! [`PartitionMemory`]; the stages find it there and allocate from its reservation (a
-//! [`Workspace`]): `a`, `b`, `c` and `h` in `ntt_h`, the scratch of every MSM and batch addition,
+//! [`Workspace`]): the values and each query's split from `split_vectors` to `tail_msm`, `a`, `b`,
+//! `c` and `h` in `ntt_h`, the scratch of every split, MSM and batch addition,
 //! each buffer going back to the reservation when it drops. When the prover drops the phase, the
 //! permit is finished with a fence recorded on the worker's stream, so the block returns to the
 //! arena once the device has passed it, with no device-global call. None of this calls the
@@ -15,7 +16,10 @@ use std::sync::{Arc, Mutex};
 
 use cuzk_gpu::{DeviceBuffer, GpuError, Stream, Workspace};
 use cuzk_interlock::{Compute, Demand};
-use cuzk_msm::gpu::{batch_add_device_bytes, GpuMsm, Group, MAX_CALL_BUFFERS};
+use cuzk_msm::gpu::{
+    batch_add_device_bytes, split_scratch_buffers, split_scratch_bytes, GpuMsm, Group,
+    MAX_CALL_BUFFERS,
+};
 use cuzk_vram::{DeviceBacking, DeviceFence};
 
 use crate::backend::PartitionShape;
@@ -27,15 +31,26 @@ const SCALAR_BYTES: u64 = 32;
 /// `granule` bytes, one scheme for what is really sub-allocated:
 ///
 /// - staged: `a`, `b`, `c` (one buffer of `3·n` scalars) and `h` (`n`), which live together
-///   through `ntt_h`, `h` on through `msm_h`;
+///   through `ntt_h`, `h` on through `msm_h`; before them, from `split_vectors` to `tail_msm`,
+///   the values (input ‖ aux, a scalar each) and one query's split at a time (4 bytes per one,
+///   36 per other: at most 40 per base of the longest query) with the split's own scratch while
+///   it runs. The larger of the two;
 /// - compute: the largest workspace of one MSM or batch addition (`msm_h` over `n − 1` points,
-///   resident or streamed; the tail MSMs; the batch additions of the ones), each call's buffers
-///   going back to the reservation when it returns (every call ends by waiting for its result),
-///   plus the granule each of its at most [`MAX_CALL_BUFFERS`] buffers may round up by.
+///   resident or streamed; the tail MSMs, streamed or gathered from resident bases, which take
+///   the same; the batch additions of the ones), each call's buffers going back to the
+///   reservation when it returns (every call ends by waiting for its result), plus the granule
+///   each of its at most [`MAX_CALL_BUFFERS`] buffers may round up by.
 pub(crate) fn demand(msm: &GpuMsm, shape: PartitionShape, granule: u64) -> Demand {
     let round = |bytes: u64| bytes.div_ceil(granule) * granule;
     let n = shape.domain as u64;
-    let stage_bytes = round(3 * n * SCALAR_BYTES) + round(n * SCALAR_BYTES);
+    let abch = round(3 * n * SCALAR_BYTES) + round(n * SCALAR_BYTES);
+    let longest = shape.ones as u64;
+    let split = round(shape.values as u64 * SCALAR_BYTES)
+        + 2 * round(4 * longest)
+        + round(longest * SCALAR_BYTES)
+        + split_scratch_bytes(shape.values) as u64
+        + split_scratch_buffers(shape.values) as u64 * granule;
+    let stage_bytes = abch.max(split);
     let h_points = shape.domain.saturating_sub(1);
     let sm = msm.device().info().sm_count;
     let largest = [

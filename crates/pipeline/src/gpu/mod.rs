@@ -13,9 +13,15 @@
 //!   the device once and serve every later proof of that circuit (`msm_h` over `h`, the batch
 //!   additions over L, A, B₁, B₂). Bases that are not resident stream from host memory, each
 //!   chunk's copy overlapping the work on the one before.
-//! - The tail MSMs (L, A, B₁ in G1, B₂ in G2) and the batch additions run on the device; a batch
-//!   addition over bases that are not resident runs on the host, which sums them as fast as they
-//!   could be copied.
+//! - The queries over the values (L, A, B₁ and B₂, `query_sums`) whose bases are resident run on
+//!   the device from split to sum: the values (input ‖ aux) go up once per partition through the
+//!   pinned staging buffers, then one query after the other is split there (cuzk-msm's
+//!   `GpuMsm::split_in`: the ones' and others' base indices and the others' scalars, in device
+//!   buffers of the reservation), its ones batch-added over those indices, and its tail MSM run
+//!   with each chunk's bases gathered from the resident ones (`Bases::Gathered`), before the
+//!   split is freed. Queries whose bases are not resident take the host path: split and gathered
+//!   on the host, the tail MSMs streamed to the device, the batch additions on the host, which
+//!   sums them as fast as they could be copied.
 //!
 //! - Each device operation runs between two CUDA events on the worker's stream, and the
 //!   device's time between them is added to the stage span's `gpu_ns` (cuzk-telemetry), so the
@@ -57,6 +63,8 @@ use cuzk_interlock::{Demand, InterlockError, Policy};
 use cuzk_vram::{Arena, ArenaConfig, DeviceBacking, VramError};
 
 use crate::backend::{Backend, DevicePhase, PartitionShape};
+use crate::query::{host_query_sums, Query, QuerySums, Stages, Witness};
+use crate::stage::Stage;
 use crate::{JobContext, PipelineError};
 use memory::{PartitionMemory, PhaseGuard, Slot};
 
@@ -148,13 +156,13 @@ fn on(device: &str) -> impl Fn(GpuBackendError) -> PipelineError + '_ {
 }
 
 /// One query's bases on the device.
-struct Query<L> {
+struct QueryBases<L> {
     /// Address and length of the host slice the bases were copied from.
     host: (usize, usize),
     bases: DeviceBuffer<L>,
 }
 
-impl<L> Query<L> {
+impl<L> QueryBases<L> {
     fn is<T>(&self, host: &[T]) -> bool {
         self.host == (host.as_ptr() as usize, host.len())
     }
@@ -164,9 +172,26 @@ impl<L> Query<L> {
 /// queries that fitted on the device.
 struct Resident {
     params: Arc<Parameters>,
-    g1: Vec<Query<G1AffineLimbs>>,
-    g2: Vec<Query<G2AffineLimbs>>,
+    g1: Vec<QueryBases<G1AffineLimbs>>,
+    g2: Vec<QueryBases<G2AffineLimbs>>,
     bytes: u64,
+}
+
+/// A query's resident bases: G1 (L, A or B₁) and, for B, B₂; each the set that holds it and the
+/// query's index there (the set's `Arc` keeps the buffer alive).
+struct ResidentQuery {
+    g1: (Arc<Resident>, usize),
+    g2: Option<(Arc<Resident>, usize)>,
+}
+
+impl ResidentQuery {
+    fn g1(&self) -> &DeviceBuffer<G1AffineLimbs> {
+        &self.g1.0.g1[self.g1.1].bases
+    }
+
+    fn g2(&self) -> Option<&DeviceBuffer<G2AffineLimbs>> {
+        self.g2.as_ref().map(|(set, i)| &set.g2[*i].bases)
+    }
 }
 
 /// Bytes of each pinned staging buffer of the uploads of a, b, c.
@@ -290,8 +315,9 @@ impl GpuBackend {
         &self.share.arena
     }
 
-    /// What a partition of `shape` reserves on the device: a, b, c and h staged, the largest
-    /// workspace of one of its MSMs or batch additions to compute (see `memory::demand`).
+    /// What a partition of `shape` reserves on the device: a, b, c and h (or the values and one
+    /// query's split, if more) staged, the largest workspace of one of its MSMs or batch
+    /// additions to compute (see `memory::demand`).
     pub fn demand(&self, shape: PartitionShape) -> Demand {
         memory::demand(&self.msm, shape, self.share.arena.granule())
     }
@@ -360,7 +386,7 @@ impl GpuBackend {
             let Some(bases) = self.resident_region(stream, &name, limbs)? else {
                 continue;
             };
-            g1.push(Query {
+            g1.push(QueryBases {
                 host: (query.as_ptr() as usize, query.len()),
                 bases,
             });
@@ -372,7 +398,7 @@ impl GpuBackend {
             let name = format!("{set:#x}/g2/0");
             let limbs = G2::affines_as_limbs(&params.b_g2);
             if let Some(bases) = self.resident_region(stream, &name, limbs)? {
-                g2.push(Query {
+                g2.push(QueryBases {
                     host: (params.b_g2.as_ptr() as usize, params.b_g2.len()),
                     bases,
                 });
@@ -503,6 +529,140 @@ impl GpuBackend {
         Ok(())
     }
 
+    /// The bases of `query` in `params`, if resident (for B, both B₁ and B₂).
+    fn resident_query(&self, params: &Parameters, query: Query) -> Option<ResidentQuery> {
+        let g1 = match query {
+            Query::L => &params.l,
+            Query::A => &params.a,
+            Query::B => &params.b_g1,
+        };
+        let g1 = self.resident_g1(g1)?;
+        let g2 = match query {
+            Query::B => Some(self.resident_g2(&params.b_g2)?),
+            _ => None,
+        };
+        Some(ResidentQuery { g1, g2 })
+    }
+
+    /// The partition's values, input ‖ aux, uploaded through the pinned staging buffers into
+    /// one buffer of its reservation: every query's split reads them.
+    fn upload_values(&self, witness: &Witness<'_>) -> Result<DeviceBuffer<FrLimbs>, PipelineError> {
+        let err = on(&self.name);
+        let stream = self.msm.stream();
+        let memory = self.workspace();
+        let workspace: &dyn Workspace = match &memory {
+            Some(memory) => &**memory,
+            None => &StreamPool,
+        };
+        let n = witness.input.len() + witness.aux.len();
+        // At least one element (an empty buffer has no address), cut to the values.
+        let mut values = alloc_in::<FrLimbs>(workspace, stream, n.max(1))
+            .map_err(GpuBackendError::gpu("allocating the values"))
+            .map_err(&err)?;
+        self.upload_staged(stream, scalars_as_limbs(witness.input), &mut values, 0)
+            .map_err(&err)?;
+        self.upload_staged(
+            stream,
+            scalars_as_limbs(witness.aux),
+            &mut values,
+            witness.input.len(),
+        )
+        .map_err(&err)?;
+        values.truncate(n);
+        Ok(values)
+    }
+
+    /// One query on the device, its bases resident: split from the `values` on the device
+    /// (`split_vectors`; its others' bases are gathered chunk by chunk inside the tail MSM, so
+    /// `prep_msm` takes no time here), the ones batch-added over the split's indices
+    /// (`batch_add`), the tail MSM over the others (`tail_msm`); the split is freed before the
+    /// next query's.
+    fn device_query(
+        &self,
+        query: Query,
+        bases: &ResidentQuery,
+        witness: &Witness<'_>,
+        values: &DeviceBuffer<FrLimbs>,
+        stages: &mut Stages<'_>,
+        sums: &mut QuerySums,
+    ) -> Result<(), PipelineError> {
+        let err = on(&self.name);
+        let memory = self.workspace();
+        let workspace: &dyn Workspace = match &memory {
+            Some(memory) => &**memory,
+            None => &StreamPool,
+        };
+        let split = stages.run(Stage::SplitVectors, || {
+            let members = query.members(witness);
+            self.timed(|| {
+                self.msm
+                    .split_in(workspace, values, &members)
+                    .map_err(GpuBackendError::msm("splitting a query"))
+                    .map_err(&err)
+            })
+        })?;
+        let totals = split.totals();
+        let (g1_ones, g2_ones) = stages.run(Stage::BatchAdd, || {
+            if totals.ones == 0 {
+                return Ok((G1Projective::identity(), G2Projective::identity()));
+            }
+            self.timed(|| {
+                let g1 = self
+                    .msm
+                    .batch_add_ones_in::<G1>(workspace, bases.g1(), &split)
+                    .map_err(GpuBackendError::msm("batch addition"))
+                    .map_err(&err)?;
+                let g2 = match bases.g2() {
+                    Some(g2) => self
+                        .msm
+                        .batch_add_ones_in::<G2>(workspace, g2, &split)
+                        .map_err(GpuBackendError::msm("batch addition"))
+                        .map_err(&err)?,
+                    None => G2Projective::identity(),
+                };
+                Ok((g1, g2))
+            })
+        })?;
+        let (g1_tail, g2_tail) = stages.run(Stage::TailMsm, || {
+            if totals.others == 0 {
+                return Ok((G1Projective::identity(), G2Projective::identity()));
+            }
+            let scalars = Scalars::Device(split.other_scalars(), ScalarForm::Montgomery);
+            self.timed(|| {
+                let g1 = self.msm_untimed::<G1>(
+                    Bases::Gathered {
+                        bases: bases.g1(),
+                        split: &split,
+                    },
+                    scalars,
+                    totals.others,
+                )?;
+                let g2 = match bases.g2() {
+                    Some(g2) => self.msm_untimed::<G2>(
+                        Bases::Gathered {
+                            bases: g2,
+                            split: &split,
+                        },
+                        scalars,
+                        totals.others,
+                    )?,
+                    None => G2Projective::identity(),
+                };
+                Ok((g1, g2))
+            })
+        })?;
+        let g1 = g1_ones + g1_tail;
+        match query {
+            Query::L => sums.l += g1,
+            Query::A => sums.a += g1,
+            Query::B => {
+                sums.b1 += g1;
+                sums.b2 += g2_ones + g2_tail;
+            }
+        }
+        Ok(())
+    }
+
     /// Runs `f`, whose device work goes on the worker's stream and is finished when it
     /// returns, between two CUDA events, and adds the device's time between them to the
     /// current stage span's `gpu_ns` (cuzk-telemetry's convention): a stage's GPU time is the
@@ -603,17 +763,28 @@ impl GpuBackend {
         if n == 0 {
             return Ok(C::Projective::identity());
         }
+        self.timed(|| self.msm_untimed(bases, scalars, n))
+    }
+
+    /// [`GpuBackend::msm`] without the timing events, for a stage that times several calls.
+    fn msm_untimed<C: GpuCurve>(
+        &self,
+        bases: Bases<'_, C>,
+        scalars: Scalars<'_>,
+        n: usize,
+    ) -> Result<C::Projective, PipelineError> {
+        if n == 0 {
+            return Ok(C::Projective::identity());
+        }
         let memory = self.workspace();
         let workspace: &dyn Workspace = match &memory {
             Some(memory) => &**memory,
             None => &StreamPool,
         };
-        self.timed(|| {
-            self.msm
-                .msm_in::<C>(workspace, bases, scalars)
-                .map_err(GpuBackendError::msm("msm"))
-                .map_err(on(&self.name))
-        })
+        self.msm
+            .msm_in::<C>(workspace, bases, scalars)
+            .map_err(GpuBackendError::msm("msm"))
+            .map_err(on(&self.name))
     }
 
     /// `Σ bases[i]` over `indices` on the device, the bases resident.
@@ -672,6 +843,36 @@ impl Backend for GpuBackend {
         Ok(DevicePhase::held(PhaseGuard {
             slot: self.phase.clone(),
         }))
+    }
+
+    /// The queries whose bases are resident are split on the device, from the values uploaded
+    /// once ([`GpuBackend::device_query`]); the others take the host path.
+    fn query_sums(
+        &self,
+        params: &Parameters,
+        witness: &Witness<'_>,
+        stages: &mut Stages<'_>,
+    ) -> Result<QuerySums, PipelineError> {
+        let mut sums = QuerySums::default();
+        let (resident, host): (Vec<_>, Vec<_>) = Query::ALL
+            .into_iter()
+            .map(|q| (q, self.resident_query(params, q)))
+            .partition(|(_, bases)| bases.is_some());
+        if !host.is_empty() {
+            let host: Vec<Query> = host.into_iter().map(|(q, _)| q).collect();
+            host_query_sums(self, params, witness, &host, stages, &mut sums)?;
+        }
+        if resident.is_empty() {
+            return Ok(sums);
+        }
+        let values = stages.run(Stage::SplitVectors, || {
+            self.timed(|| self.upload_values(witness))
+        })?;
+        for (query, bases) in resident {
+            let bases = bases.expect("partitioned on residency");
+            self.device_query(query, &bases, witness, &values, stages, &mut sums)?;
+        }
+        Ok(sums)
     }
 
     fn ntt_h(

@@ -4,7 +4,7 @@
 //! `emu`) and the device (feature `cuda`, skipped with a message when there is none).
 //!
 //! By area: `arith` (field and point operations, the addition probe), `msm` (the MSM driver in
-//! every mode), `batch_add` (batch addition), `emulator` (the emulator's own ordering checks) and
+//! every mode), `batch_add` (batch addition), `split` (a query's split and what reads it), `emulator` (the emulator's own ordering checks) and
 //! `api` (the public `GpuMsm` API, on a device only). This module holds what they share: the
 //! executor loop, seeded randomness, and the device layouts of field elements and points.
 #![allow(unsafe_code)]
@@ -155,6 +155,7 @@ fn random_scalars(n: usize, rng: &mut ChaCha20Rng) -> Vec<Scalar> {
 mod arith;
 mod batch_add;
 mod msm;
+mod split;
 
 #[cfg(feature = "cuda")]
 mod api;
