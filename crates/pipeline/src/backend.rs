@@ -109,15 +109,21 @@ pub struct PartitionShape {
 }
 
 impl PartitionShape {
-    /// The largest shape a partition proving with `params` can have, known before any is
-    /// split: every scalar of a query other (neither zero nor one), or every one a one.
-    pub fn bound(params: &cuzk_groth16::Parameters) -> Self {
-        let g1 = params.l.len().max(params.a.len()).max(params.b_g1.len());
+    /// The shape of every partition proving with `params` (whose counts a partition's
+    /// assignment must match to be proven at all): the queries' lengths bound what their split
+    /// can give, every scalar of a query other (neither zero nor one) or every one a one.
+    pub fn bound(params: &Parameters) -> Self {
+        let longest = Query::ALL
+            .map(|q| q.n_bases(params))
+            .into_iter()
+            .max()
+            .unwrap_or(0);
         Self {
             domain: params.h.len() + 1,
-            tail_g1: g1,
-            tail_g2: params.b_g2.len(),
-            ones: g1.max(params.b_g2.len()),
+            values: params.vk.ic.len() + params.l.len(),
+            tail_g1: longest,
+            tail_g2: Query::B.n_bases(params),
+            ones: longest,
         }
     }
 }

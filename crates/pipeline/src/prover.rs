@@ -7,7 +7,7 @@ use cuzk_groth16::{Groth16Error, Parameters, Proof, ProvingAssignment};
 use group::{prime::PrimeCurveAffine, Curve};
 
 use crate::backend::{Backend, PartitionShape};
-use crate::query::{Query, Stages, Witness};
+use crate::query::{Stages, Witness};
 use crate::stage::{PartitionTiming, Stage};
 use crate::PipelineError;
 
@@ -159,19 +159,9 @@ impl<B: Backend> Prover<B> {
 
         // The device stages run under the backend's permission (a GPU's interlock policy),
         // from the split on: a backend may split on the device, inside the reservation, so its
-        // shape is bounded by the queries' lengths rather than counted from a split.
-        let longest = Query::ALL
-            .map(|q| q.n_bases(params))
-            .into_iter()
-            .max()
-            .unwrap_or(0);
-        let shape = PartitionShape {
-            domain: domain.n(),
-            values: asg.input.len() + asg.aux.len(),
-            tail_g1: longest,
-            tail_g2: Query::B.n_bases(params),
-            ones: longest,
-        };
+        // shape is bounded by the queries' lengths rather than counted from a split (validation
+        // made the parameters' counts the assignment's).
+        let shape = PartitionShape::bound(params);
         let phase = self.backend.device_phase(shape, ctx, partition)?;
         let witness = Witness {
             input: &asg.input,
