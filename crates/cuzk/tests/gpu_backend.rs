@@ -343,11 +343,12 @@ fn device_stages_report_event_time_and_the_run_replays() {
     assert!(svg.contains(r#"class="device-lane" data-device="gpu0""#));
 }
 
-/// Device memory comes from the arena (issue 43, "The data path"): after a first partition has
-/// made the NTT's tables, a partition's buffers (a, b, c, h, every MSM's and batch addition's
-/// scratch) are sub-allocated from the reservation its policy granted, so proving makes no
-/// allocation call at all, bases streamed or resident; the reservation returns when the
-/// partition ends, and the proofs are still the CPU's.
+/// Device memory comes only from the arena (issue 43, "The data path"): a partition's buffers
+/// (a, b, c, h, every MSM's and batch addition's scratch) are sub-allocated from the reservation
+/// its policy granted, and the NTT's tables are resident regions of the arena, so proving makes
+/// no allocation call at all, from the first partition on a fresh backend, bases streamed or
+/// resident; the reservation returns when the partition ends, and the proofs are still the
+/// CPU's.
 #[test]
 fn steady_state_proving_allocates_nothing() {
     let Some(device) = cuzk_gpu::device_for_tests() else {
@@ -369,10 +370,17 @@ fn steady_state_proving_allocates_nothing() {
         assert_eq!(got, one_proof(&cpu, &params, c.clone(), r, s), "{what}");
         before.zip(after).map(|(b, a)| a.alloc - b.alloc)
     };
-    prove_counted("warm-up: the NTT's tables");
-    if let Some(allocs) = prove_counted("bases streamed") {
-        assert_eq!(allocs, 0, "bases streamed: allocation calls");
+    assert_eq!(prover.backend().arena().stats().resident, 0);
+    for what in ["first partition: the NTT's tables made", "bases streamed"] {
+        if let Some(allocs) = prove_counted(what) {
+            assert_eq!(allocs, 0, "{what}: allocation calls");
+        }
     }
+    let tables = prover.backend().arena().stats().resident;
+    assert!(
+        tables >= prover.backend().ntt_table_bytes(&params),
+        "the NTT's tables are resident regions: {tables}"
+    );
     assert!(prover.backend().preload(&params).unwrap() > 0);
     if let Some(allocs) = prove_counted("bases resident") {
         assert_eq!(allocs, 0, "bases resident: allocation calls");
@@ -381,11 +389,52 @@ fn steady_state_proving_allocates_nothing() {
     assert_eq!(stats.reserved, 0, "every reservation returned: {stats:?}");
     assert_eq!(
         stats.in_use, stats.resident,
-        "only the bases stay: {stats:?}"
+        "only the bases and the tables stay: {stats:?}"
     );
     assert!(stats.reservations >= 3 && stats.peak_committed > stats.resident);
     assert!(prover.backend().evict(&params));
-    assert_eq!(prover.backend().arena().stats().in_use, 0);
+    assert_eq!(prover.backend().arena().stats().in_use, tables);
+}
+
+/// The workers of one device share one NTT, whose tables are the device's: once one worker has
+/// proven a partition, the other proves one of the same size without making them again (the
+/// arena's resident bytes do not grow) and without an allocation call.
+#[test]
+fn workers_share_the_ntt_tables() {
+    if cuzk_gpu::device_for_tests().is_none() {
+        return;
+    }
+    let c = PorepShaped::new(9, 3);
+    let mut rng = rng(43);
+    let params = Arc::new(generate_random_parameters(c.clone(), &mut rng).unwrap());
+    let cpu = Prover::new(CpuBackend, ProverConfig::default());
+    let workers = GpuBackend::workers(0, config(), 2, PolicyKind::VramBudget).unwrap();
+    let arena = workers[0].arena().clone();
+    let provers: Vec<_> = workers
+        .into_iter()
+        .map(|b| Prover::new(b, ProverConfig::default()))
+        .collect();
+    let mut resident = Vec::new();
+    for (w, prover) in provers.iter().enumerate() {
+        let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+        let before = cuzk_gpu::counted_driver_calls_here();
+        let got = one_proof(prover, &params, c.clone(), r, s);
+        let after = cuzk_gpu::counted_driver_calls_here();
+        assert_eq!(got, one_proof(&cpu, &params, c.clone(), r, s), "worker {w}");
+        if let Some((b, a)) = before.zip(after) {
+            assert_eq!(a.alloc - b.alloc, 0, "worker {w}: allocation calls");
+        }
+        resident.push(arena.stats().resident);
+    }
+    assert!(resident[0] > 0, "the tables are resident regions");
+    assert_eq!(
+        resident[1], resident[0],
+        "one set of tables for both workers"
+    );
+    assert!(arena
+        .residents()
+        .iter()
+        .all(|r| r.name.starts_with("ntt/table/")));
 }
 
 /// A partition whose demand can never fit the device's arena is refused with a typed error
@@ -451,11 +500,12 @@ fn residency_leaves_room_for_a_partition() {
     let params = Arc::new(generate_random_parameters(c.clone(), &mut rng).unwrap());
     let roomy = GpuBackend::on_device(&device, 0, config()).unwrap();
     let bound = roomy.partition_bound(&params);
+    let tables = roomy.ntt_table_bytes(&params);
     let every_base = roomy.preload(&params).unwrap();
     drop(roomy);
 
     let tight = GpuConfig {
-        arena_bytes: Some(bound + every_base / 2),
+        arena_bytes: Some(bound + tables + every_base / 2),
         resident_budget: Some(every_base),
     };
     let prover = Prover::new(
@@ -469,8 +519,8 @@ fn residency_leaves_room_for_a_partition() {
         "{resident} of {every_base}"
     );
     assert!(
-        resident + bound <= capacity,
-        "{resident} + {bound} > {capacity}"
+        resident + tables + bound <= capacity,
+        "{resident} + {tables} + {bound} > {capacity}"
     );
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
     let cpu = Prover::new(CpuBackend, ProverConfig::default());

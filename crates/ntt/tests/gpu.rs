@@ -344,3 +344,54 @@ fn the_full_twiddle_table_is_made_once_per_size_and_direction() {
         );
     }
 }
+
+/// A workspace that hands out the stream's pool's buffers and notes each one's size.
+#[derive(Debug, Default)]
+struct Noted(std::sync::Mutex<Vec<usize>>);
+
+impl cuzk_gpu::Workspace for Noted {
+    fn alloc_bytes(
+        &self,
+        stream: &cuzk_gpu::Stream,
+        bytes: usize,
+    ) -> Result<cuzk_gpu::DeviceBuffer<u8>, cuzk_gpu::GpuError> {
+        self.0.lock().unwrap().push(bytes);
+        cuzk_gpu::StreamPool.alloc_bytes(stream, bytes)
+    }
+}
+
+/// The tables come from the table memory the instance was given, every one of them, and are
+/// those [`GpuNtt::needed_table_bytes`] names (no full table below 2^19); the results are the
+/// reference's.
+#[test]
+fn the_tables_come_from_the_given_table_memory() {
+    let Some(shared) = shared_for_tests() else {
+        return;
+    };
+    let memory = std::sync::Arc::new(Noted::default());
+    let config = cuzk_ntt::gpu::NttConfig::default();
+    let gpu = GpuNtt::with_table_memory(shared.device(), config, memory.clone()).unwrap();
+    let log_n = 10;
+    let domain = Domain::new(log_n).unwrap();
+    let transforms = [
+        Transform::Inverse,
+        Transform::CosetForward,
+        Transform::CosetInverse,
+    ];
+    for (k, t) in transforms.into_iter().enumerate() {
+        let input = random_scalars(domain.n(), 50 + k as u64);
+        let (i, o) = (Order::Natural, Order::Natural);
+        let mut want = input.clone();
+        reference_fn(t)(&mut want, &domain, i, o).unwrap();
+        let mut got = input;
+        gpu.transform_many(&mut [&mut got[..]], &domain, t, i, o)
+            .unwrap();
+        assert_eq!(first_difference(&got, &want), None, "{t:?}");
+    }
+    let mut noted = memory.0.lock().unwrap().clone();
+    let mut needed = GpuNtt::needed_table_bytes(log_n, &transforms);
+    noted.sort_unstable();
+    needed.sort_unstable();
+    assert_eq!(noted, needed);
+    assert_eq!(gpu.table_bytes(), needed.iter().sum::<usize>());
+}

@@ -1,12 +1,17 @@
-//! [`GpuNtt`]: the loaded kernels of one device, the twiddle and scaling tables it keeps, and
-//! the transforms, on vectors already on the device or copied in and out around them.
+//! [`GpuNtt`]: the loaded kernels of one device, the twiddle and scaling tables it keeps (from
+//! the [`Workspace`] it was given: the stream's pool by default, an arena's resident regions in
+//! the prover), and the transforms, on vectors already on the device or copied in and out around
+//! them.
 #![allow(unsafe_code)] // kernel launches.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use cuzk_field::layout::{scalars_as_limbs, FrLimbs};
-use cuzk_gpu::{Device, DeviceBuffer, GpuError, Kernel, KernelArgs, LaunchConfig, Module, Stream};
+use cuzk_gpu::{
+    alloc_in, Device, DeviceBuffer, GpuError, Kernel, KernelArgs, LaunchConfig, Module, Stream,
+    StreamPool, Workspace,
+};
 use ff::Field;
 use rayon::prelude::*;
 
@@ -34,6 +39,10 @@ struct Tables {
 }
 
 /// The loaded NTT kernels of one device, with their twiddle tables.
+///
+/// The tables are made on first use of each size and direction and kept until the instance
+/// drops; they are behind a lock and every transform takes its stream, so one instance serves
+/// several threads, each on its own stream (the prover's workers of one device share one).
 pub struct GpuNtt {
     device: Device,
     _module: Module,
@@ -45,6 +54,8 @@ pub struct GpuNtt {
     h_pointwise: Kernel,
     config: NttConfig,
     tables: Mutex<Tables>,
+    /// Where the tables' device memory comes from.
+    table_memory: Arc<dyn Workspace>,
 }
 
 impl std::fmt::Debug for GpuNtt {
@@ -78,8 +89,21 @@ impl GpuNtt {
         Self::with_config(device, NttConfig::default())
     }
 
-    /// Loads the NTT kernels on `device` with the given configuration.
+    /// Loads the NTT kernels on `device` with the given configuration; the tables come from the
+    /// stream's pool ([`StreamPool`]).
     pub fn with_config(device: &Device, config: NttConfig) -> Result<Self, GpuNttError> {
+        Self::with_table_memory(device, config, Arc::new(StreamPool))
+    }
+
+    /// Loads the NTT kernels on `device` with the given configuration, its twiddle and scaling
+    /// tables allocated from `table_memory` (each kept until this instance drops). Where
+    /// `table_memory` has no room for a full twiddle table, transforms of that size go without
+    /// it (two lookups per twiddle); the other tables are needed, and a refusal is an error.
+    pub fn with_table_memory(
+        device: &Device,
+        config: NttConfig,
+        table_memory: Arc<dyn Workspace>,
+    ) -> Result<Self, GpuNttError> {
         plan(20, &config, device.info().max_shared_per_block)?;
         let module = device.load_module(NTT_FATBIN)?;
         // Launch wrappers: `ntt_pass` below picks the kernel of a pass's radix from these.
@@ -131,6 +155,7 @@ impl GpuNtt {
             h_pointwise,
             config,
             tables: Mutex::new(Tables::default()),
+            table_memory,
         })
     }
 
@@ -181,7 +206,7 @@ impl GpuNtt {
         }
         let d = Domain::new(COARSE_LOG).expect("2^18 is a valid domain");
         let root = if inverse { d.omega_inv() } else { d.omega() };
-        let t = Arc::new(upload_synced(stream, &powers(root, 1 << COARSE_LOG))?);
+        let t = Arc::new(self.upload_synced(stream, &powers(root, 1 << COARSE_LOG))?);
         tables.coarse[usize::from(inverse)] = Some(t.clone());
         Ok(t)
     }
@@ -203,7 +228,7 @@ impl GpuNtt {
             domain.omega()
         };
         let len = 1usize << log_n.saturating_sub(COARSE_LOG);
-        let t = Arc::new(upload_synced(stream, &powers(root, len))?);
+        let t = Arc::new(self.upload_synced(stream, &powers(root, len))?);
         tables.fine.insert((log_n, inverse), t.clone());
         Ok(t)
     }
@@ -229,7 +254,7 @@ impl GpuNtt {
             return Ok(Some(t.clone()));
         }
         let len = 1usize << (log_n - 1);
-        let Ok(mut table) = stream.alloc::<FrLimbs>(len) else {
+        let Ok(mut table) = alloc_in::<FrLimbs>(&*self.table_memory, stream, len) else {
             return Ok(None);
         };
         self.ntt_twiddle_table(stream, &mut table, coarse, fine, log_n)?;
@@ -258,6 +283,38 @@ impl GpuNtt {
                 .values()
                 .map(|s| bytes(&s.a) + s.b.as_ref().map_or(0, bytes))
                 .sum::<usize>()
+    }
+
+    /// Device bytes of each table, one entry per buffer, that transforms of 2^log_n of the
+    /// kinds in `transforms` need besides the optional full twiddle tables: the coarse and fine
+    /// twiddle tables of each direction and the scaling tables of each transform. What a caller
+    /// that supplies the table memory must leave room for.
+    pub fn needed_table_bytes(log_n: u32, transforms: &[Transform]) -> Vec<usize> {
+        let fr = size_of::<FrLimbs>();
+        let mut tables = Vec::new();
+        for inverse in [false, true] {
+            if transforms.iter().any(|t| t.is_inverse() == inverse) {
+                tables.push(fr << COARSE_LOG);
+                if log_n > COARSE_LOG {
+                    tables.push(fr << (log_n - COARSE_LOG));
+                }
+            }
+        }
+        let shift = log_n.div_ceil(2);
+        for t in [
+            Transform::Inverse,
+            Transform::CosetForward,
+            Transform::CosetInverse,
+        ] {
+            if !transforms.contains(&t) {
+                continue;
+            }
+            match t {
+                Transform::Inverse => tables.push(fr),
+                _ => tables.extend([fr << shift, fr << (log_n - shift)]),
+            }
+        }
+        tables
     }
 
     fn scale(
@@ -298,8 +355,8 @@ impl GpuNtt {
         };
         let mask = if b.is_some() { (1u32 << shift) - 1 } else { 0 };
         let t = Arc::new(ScaleTables {
-            a: upload_synced(stream, &a)?,
-            b: b.map(|b| upload_synced(stream, &b)).transpose()?,
+            a: self.upload_synced(stream, &a)?,
+            b: b.map(|b| self.upload_synced(stream, &b)).transpose()?,
             mask,
             shift,
         });
@@ -757,9 +814,19 @@ const MAX_GRID_Y: usize = 65535;
 /// Dynamic shared memory of `ntt_bitrev_tiled`: two 32x32 tiles of 32-byte elements.
 const BITREV_TILED_SHARED: u32 = 2 * 1024 * 32;
 
-fn upload_synced(stream: &Stream, values: &[Scalar]) -> Result<DeviceBuffer<FrLimbs>, GpuNttError> {
-    let buf = stream.upload(scalars_as_limbs(values))?;
-    // Tables are shared by every stream that later uses this `GpuNtt`: make them complete first.
-    stream.synchronize()?;
-    Ok(buf)
+impl GpuNtt {
+    /// `values` copied into a table of the table memory on `stream`, complete when it returns.
+    fn upload_synced(
+        &self,
+        stream: &Stream,
+        values: &[Scalar],
+    ) -> Result<DeviceBuffer<FrLimbs>, GpuNttError> {
+        let limbs = scalars_as_limbs(values);
+        let mut buf = alloc_in::<FrLimbs>(&*self.table_memory, stream, limbs.len())?;
+        stream.copy_to_device(limbs, &mut buf)?;
+        // Tables are shared by every stream that later uses this `GpuNtt`: make them complete
+        // first.
+        stream.synchronize()?;
+        Ok(buf)
+    }
 }

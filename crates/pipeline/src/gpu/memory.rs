@@ -9,8 +9,8 @@
 //! each buffer going back to the reservation when it drops. When the prover drops the phase, the
 //! permit is finished with a fence recorded on the worker's stream, so the block returns to the
 //! arena once the device has passed it, with no device-global call. None of this calls the
-//! driver's allocator: after the first partition (which makes the NTT's tables), proving
-//! allocates nothing.
+//! driver's allocator, nor do the NTT's tables (resident regions of the arena, `super::tables`):
+//! proving allocates nothing, from the first partition on.
 
 use std::sync::{Arc, Mutex};
 

@@ -39,10 +39,12 @@
 //! Device memory: one cuzk-vram arena per device, allocated once when the backend (or its
 //! workers) is made. Resident bases are named resident regions of it; a partition's buffers
 //! come from the reservation the interlock policy grants before its device stages (`memory`).
-//! The NTT's twiddle tables, made once per domain size, stay in the driver's pool, outside the
-//! arena ([`ARENA_MARGIN`] leaves room for them).
+//! The NTT's twiddle and scaling tables, made once per domain size, are named resident regions
+//! too (`tables`), one set per device that all its workers share: no device memory is allocated
+//! outside the arena ([`ARENA_MARGIN`] is left to the driver).
 
 mod memory;
+mod tables;
 
 use std::sync::{Arc, Mutex};
 
@@ -54,7 +56,7 @@ use cuzk_gpu::{
 use cuzk_groth16::Parameters;
 use cuzk_msm::gpu::{Bases, GpuCurve, GpuMsm, GpuMsmError, ScalarForm, Scalars};
 use cuzk_msm::{Selection, G1, G2};
-use cuzk_ntt::gpu::{GpuNtt, GpuNttError};
+use cuzk_ntt::gpu::{GpuNtt, GpuNttError, NttConfig};
 use cuzk_ntt::Order;
 use group::Group;
 
@@ -67,10 +69,12 @@ use crate::query::{host_query_sums, Query, QuerySums, Stages, Witness};
 use crate::stage::Stage;
 use crate::{JobContext, PipelineError};
 use memory::{PartitionMemory, PhaseGuard, Slot};
+use tables::TableRegions;
 
-/// Device memory the arena leaves to others when it is sized from the free memory: the NTT's
-/// twiddle tables (2 GiB at 2^27), the driver's own, the kernels' stacks.
-pub const ARENA_MARGIN: u64 = 3 << 30;
+/// Device memory the arena leaves to the driver when it is sized from the free memory: the
+/// driver's own (the context, the loaded modules) and the kernels' stacks and local memory.
+/// cuzk allocates nothing outside the arena (the NTT's tables are resident regions of it).
+pub const ARENA_MARGIN: u64 = 1 << 30;
 
 /// How the GPU backend uses its device.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -197,13 +201,15 @@ impl ResidentQuery {
 /// Bytes of each pinned staging buffer of the uploads of a, b, c.
 const STAGE_BYTES: usize = 32 << 20;
 
-/// What the workers of one device share: its arena, the resident parameters in it, and the
-/// interlock policy that says when each may run its device stages (reservations of the arena,
-/// decided on the host).
+/// What the workers of one device share: its arena, the resident parameters in it, the NTT
+/// (kernels and tables, the tables resident regions of the arena), and the interlock policy that
+/// says when each may run its device stages (reservations of the arena, decided on the host).
 struct DeviceShare {
     budget: u64,
     arena: Arena<DeviceBacking>,
     resident: Mutex<Vec<Arc<Resident>>>,
+    ntt: GpuNtt,
+    tables: Arc<TableRegions>,
     policy: Box<dyn Policy<DeviceBacking>>,
 }
 
@@ -222,21 +228,26 @@ impl DeviceShare {
         };
         let arena = Arena::new(backing, size)
             .map_err(GpuBackendError::arena("allocating the device's arena"))?;
+        let tables = Arc::new(TableRegions::new(arena.clone()));
+        let ntt = GpuNtt::with_table_memory(device, NttConfig::default(), tables.clone())
+            .map_err(GpuBackendError::ntt("loading the NTT kernels"))?;
         Ok(Self {
             budget: resident_budget(device, config),
             policy: policy.build(arena.clone()),
             arena,
             resident: Mutex::new(Vec::new()),
+            ntt,
+            tables,
         })
     }
 }
 
 /// The heavy stages on one CUDA device, for one worker: its own streams (so several workers'
-/// kernels and copies can overlap), the device's resident parameters and policy shared.
+/// kernels and copies can overlap), the device's resident parameters, NTT tables and policy
+/// shared.
 pub struct GpuBackend {
     name: String,
     msm: GpuMsm,
-    ntt: GpuNtt,
     share: Arc<DeviceShare>,
     /// Two pinned buffers that uploads from pageable memory alternate between, made on first use.
     staging: Mutex<Vec<PinnedBuffer<FrLimbs>>>,
@@ -294,11 +305,9 @@ impl GpuBackend {
         share: Arc<DeviceShare>,
     ) -> Result<Self, GpuBackendError> {
         let msm = GpuMsm::new(device).map_err(GpuBackendError::msm("loading the MSM kernels"))?;
-        let ntt = GpuNtt::new(device).map_err(GpuBackendError::ntt("loading the NTT kernels"))?;
         Ok(Self {
             name: format!("gpu{ordinal}"),
             msm,
-            ntt,
             share,
             staging: Mutex::new(Vec::new()),
             phase: Slot::default(),
@@ -329,6 +338,16 @@ impl GpuBackend {
         demand.stage_bytes + demand.compute_bytes
     }
 
+    /// Arena bytes of the NTT's tables that partitions proving with `params` need besides the
+    /// optional full twiddle tables (resident regions, made by the device's first such
+    /// partition): residency leaves room for them beside [`GpuBackend::partition_bound`].
+    pub fn ntt_table_bytes(&self, params: &Parameters) -> u64 {
+        tables::needed_bytes(
+            PartitionShape::bound(params).domain,
+            self.share.arena.granule(),
+        )
+    }
+
     /// Where the current partition's buffers come from: its reservation while a device phase is
     /// open, else the stream's pool (a stage called outside a phase).
     fn workspace(&self) -> Option<Arc<PartitionMemory>> {
@@ -349,20 +368,21 @@ impl GpuBackend {
     /// arena's free memory) leaves room for, largest first (H, L, A, B₁, B₂): later proofs with
     /// these parameters read them there. Each query is a named resident region of the device's
     /// arena, so partitions' reservations see the room it takes. Residency never takes the room
-    /// one partition of these parameters needs ([`GpuBackend::partition_bound`]): on a card too
-    /// small for both, the queries that do not fit stream from host memory instead of every
-    /// partition being refused. Returns the bytes made resident (0 when they already were).
+    /// one partition of these parameters needs ([`GpuBackend::partition_bound`]) and the NTT's
+    /// tables ([`GpuBackend::ntt_table_bytes`]): on a card too small for both, the queries that
+    /// do not fit stream from host memory instead of every partition being refused. Returns the bytes made resident (0 when they already were).
     /// Holds `params` until [`GpuBackend::evict`].
     pub fn preload(&self, params: &Arc<Parameters>) -> Result<u64, PipelineError> {
         if self.find(params).is_some() {
             return Ok(0);
         }
         let resident = self.resident_bytes();
-        let beside_a_partition = self
-            .share
-            .arena
-            .capacity()
-            .saturating_sub(resident + self.partition_bound(params));
+        // Every resident region (other parameters' bases, the NTT's tables made so far) and the
+        // NTT's tables for these parameters' partitions, counted again if already made.
+        let arena = &self.share.arena;
+        let beside_a_partition = arena.capacity().saturating_sub(
+            arena.stats().resident + self.ntt_table_bytes(params) + self.partition_bound(params),
+        );
         let mut room = self
             .share
             .budget
@@ -712,23 +732,27 @@ impl GpuBackend {
         }
         // Evaluations → coefficients (bit-reversed), then → evaluations on the coset (natural):
         // the CPU backend's order of operations, on the three vectors at once.
-        self.ntt
+        self.share
+            .ntt
             .inverse_device(stream, &mut abc, domain, Order::Natural, Order::BitReversed)
             .map_err(GpuBackendError::ntt("inverse NTT of a, b, c"))
             .map_err(&err)?;
-        self.ntt
+        self.share
+            .ntt
             .coset_forward_device(stream, &mut abc, domain, Order::BitReversed, Order::Natural)
             .map_err(GpuBackendError::ntt("coset NTT of a, b, c"))
             .map_err(&err)?;
         let mut h = alloc_in::<FrLimbs>(workspace, stream, n)
             .map_err(GpuBackendError::gpu("allocating h"))
             .map_err(&err)?;
-        self.ntt
+        self.share
+            .ntt
             .h_pointwise(stream, &abc, &mut h, domain)
             .map_err(GpuBackendError::ntt("(a·b − c)/Z"))
             .map_err(&err)?;
         drop(abc);
-        self.ntt
+        self.share
+            .ntt
             .coset_inverse_device(stream, &mut h, domain, Order::Natural, Order::Natural)
             .map_err(GpuBackendError::ntt("coset inverse NTT of h"))
             .map_err(&err)?;
@@ -825,6 +849,8 @@ impl Backend for GpuBackend {
         // the interlock simulator (`cargo xtask bench interlock --replay`).
         let demand = self.demand(shape);
         let (stage_bytes, compute_bytes) = (demand.stage_bytes, demand.compute_bytes);
+        // The NTT's tables made from now on (on this device, by any worker) leave room for it.
+        self.share.tables.keep_room_for(stage_bytes + compute_bytes);
         let partition = partition as u64;
         let wait = if policy.name() == PolicyKind::VramBudget.name() {
             tracing::info_span!("vram_wait", job = ctx.job, partition, worker = ctx.worker, device = %self.name, stage_bytes, compute_bytes)
