@@ -10,14 +10,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use cuzk_filecoin::filecoin_proofs::{self, SectorShape2KiB};
-use cuzk_filecoin::porep::{generate_params, partition_circuits};
+use cuzk_filecoin::filecoin_proofs::SectorShape2KiB;
+use cuzk_filecoin::porep::generate_params;
 use cuzk_filecoin::{C1Output, FilecoinError, PorepJob, RegisteredSealProof, SectorId};
 use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
 
 mod common;
 
-use common::{hex32, TESTDATA};
+use common::TESTDATA;
 
 /// The seed of this file's r and s.
 const SEED: u64 = 1000;
@@ -28,12 +28,6 @@ const SECTOR: SectorId = SectorId {
 
 fn c1_bytes() -> Vec<u8> {
     std::fs::read(Path::new(TESTDATA).join("porep-2KiB.c1.json")).expect("testdata")
-}
-
-fn meta() -> serde_json::Value {
-    let text = std::fs::read_to_string(Path::new(TESTDATA).join("porep-2KiB.meta.json"))
-        .expect("testdata");
-    serde_json::from_str(&text).expect("meta json")
 }
 
 /// The parameter folder, generated once per machine (and once per test process).
@@ -50,37 +44,9 @@ fn param_dir() -> &'static Path {
 
 #[test]
 fn porep_2kib_verifies_with_filecoin_proofs_and_matches_bellperson() {
-    let dir = param_dir();
-    let c1 = C1Output::parse(&c1_bytes(), None).unwrap();
-    let job = PorepJob::new(&c1, SECTOR).unwrap();
-    let proof = job.prove(dir, &mut common::cuzk_prover(SEED)).unwrap();
-    assert_eq!(proof.bytes.len(), 192);
-
-    // filecoin-proofs' own verifier, with the parameters' .vk from the cache folder.
-    let m = meta();
-    let config = c1.registered_proof.porep_config();
-    let ok = filecoin_proofs::verify_seal::<SectorShape2KiB>(
-        &config,
-        hex32(&m["comm_r"]),
-        hex32(&m["comm_d"]),
-        cuzk_filecoin::prover_id(SECTOR.miner_id),
-        SECTOR.sector_number.into(),
-        hex32(&m["ticket"]),
-        hex32(&m["seed"]),
-        &proof.bytes,
-    )
-    .unwrap();
-    assert!(ok, "verify_seal rejects cuzk's proof");
-
-    // bellperson on the same circuit, parameters, r and s.
-    let files = job.param_files(dir).unwrap();
-    let circuits = partition_circuits::<SectorShape2KiB>(&job).unwrap();
-    common::assert_bellperson_bytes(
-        &files.params,
-        circuits.into_iter().map(|(circuit, _)| circuit),
-        SEED,
-        &proof.bytes,
-    );
+    // Made once for both tests of this process (the other proves nothing, but needs them).
+    param_dir();
+    common::check_porep::<SectorShape2KiB>("2KiB", SEED);
 }
 
 #[test]

@@ -4,106 +4,33 @@
 //! byte-identical to bellperson's `create_proof`; and their circuits through a pre-compiled
 //! circuit (cuzk-pce), which must give full synthesis's assignment.
 
-use std::path::{Path, PathBuf};
-
-use cuzk_filecoin::filecoin_proofs::{self, PublicReplicaInfo, SectorShape2KiB};
-use cuzk_filecoin::post::{generate_post_params, post_circuits, post_config, PostJob, PostKind};
+use cuzk_filecoin::filecoin_proofs::SectorShape2KiB;
+use cuzk_filecoin::post::{post_circuits, PostJob, PostKind};
 use cuzk_filecoin::{FilecoinError, PostJobFile};
 use cuzk_groth16::{Parameters, ProvingAssignment};
 
 mod common;
 
-use common::TESTDATA;
-
 /// The seed of this file's r and s.
 const SEED: u64 = 2000;
 
-struct Case {
-    randomness: [u8; 32],
-    comm_r: [u8; 32],
-    miner_id: u64,
-    sector_number: u64,
-    vanilla_proofs: Vec<Vec<u8>>,
-}
-
-fn case(kind: PostKind) -> Case {
+/// gen_vanilla's 2 KiB job file of `kind`.
+fn case(kind: PostKind) -> PostJobFile {
     let file = match kind {
         PostKind::Winning => "winning-2KiB.json",
         PostKind::Window => "window-2KiB.json",
     };
-    let text = std::fs::read_to_string(Path::new(TESTDATA).join(file)).unwrap();
-    let f = PostJobFile::parse(&text).unwrap();
-    Case {
-        randomness: f.randomness,
-        comm_r: f.comm_r.expect("comm_r"),
-        miner_id: f.miner_id,
-        sector_number: f.sector_number.expect("sector_number"),
-        vanilla_proofs: f.vanilla_proofs,
-    }
-}
-
-fn param_dir(kind: PostKind) -> PathBuf {
-    let dir = common::params_dir();
-    generate_post_params(&dir, kind, 2048, 0).unwrap();
-    dir
-}
-
-fn check(kind: PostKind) {
-    let dir = param_dir(kind);
-    let case = case(kind);
-    let job = PostJob {
-        kind,
-        partition_index: 0,
-        sector_size: 2048,
-        randomness: case.randomness,
-        miner_id: case.miner_id,
-        vanilla_proofs: &case.vanilla_proofs,
-    };
-    let proof = job.prove(&dir, &mut common::cuzk_prover(SEED)).unwrap();
-    assert_eq!(proof.bytes.len(), 192);
-
-    let config = post_config(kind, 2048).unwrap();
-    let prover_id = cuzk_filecoin::prover_id(case.miner_id);
-    let replica = PublicReplicaInfo::new(case.comm_r).unwrap();
-    let sector = case.sector_number.into();
-    let ok = match kind {
-        PostKind::Winning => filecoin_proofs::verify_winning_post::<SectorShape2KiB>(
-            &config,
-            &case.randomness,
-            &[(sector, replica)],
-            prover_id,
-            &proof.bytes,
-        ),
-        PostKind::Window => filecoin_proofs::verify_window_post::<SectorShape2KiB>(
-            &config,
-            &case.randomness,
-            &[(sector, replica)].into_iter().collect(),
-            prover_id,
-            &proof.bytes,
-        ),
-    }
-    .unwrap();
-    assert!(ok, "filecoin-proofs rejects cuzk's {kind:?} proof");
-
-    // bellperson, same circuit, parameters, r and s.
-    let files = cuzk_filecoin::post::post_param_files(&dir, kind, 2048).unwrap();
-    let circuits = post_circuits::<SectorShape2KiB>(&job).unwrap();
-    common::assert_bellperson_bytes(
-        &files.params,
-        circuits.into_iter().map(|(circuit, _)| circuit),
-        SEED,
-        &proof.bytes,
-    );
+    PostJobFile::parse(&common::testdata(file)).unwrap()
 }
 
 #[test]
 fn winning_post_2kib_verifies_with_filecoin_proofs_and_matches_bellperson() {
-    check(PostKind::Winning);
+    common::check_post::<SectorShape2KiB>(PostKind::Winning, 2048, "winning-2KiB.json", SEED);
 }
 
 #[test]
 fn window_post_2kib_verifies_with_filecoin_proofs_and_matches_bellperson() {
-    check(PostKind::Window);
+    common::check_post::<SectorShape2KiB>(PostKind::Window, 2048, "window-2KiB.json", SEED);
 }
 
 #[test]

@@ -3,77 +3,24 @@
 //! accepted by filecoin-proofs' `verify_empty_sector_update_proof`, and byte-identical to
 //! bellperson's `create_proof`.
 
-use std::path::{Path, PathBuf};
-
-use cuzk_filecoin::filecoin_proofs::{self, SectorShape2KiB};
-use cuzk_filecoin::snap::{generate_snap_params, snap_circuits, snap_param_files, SnapJob};
-use cuzk_filecoin::{FilecoinError, RegisteredSealProof, SnapJobFile};
+use cuzk_filecoin::filecoin_proofs::SectorShape2KiB;
+use cuzk_filecoin::snap::SnapJob;
+use cuzk_filecoin::{FilecoinError, SnapJobFile};
 use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
 
 mod common;
 
-use common::TESTDATA;
-
 /// The seed of this file's r and s.
 const SEED: u64 = 3000;
 
-struct Case {
-    comm_r_old: [u8; 32],
-    comm_r_new: [u8; 32],
-    comm_d_new: [u8; 32],
-    vanilla_proofs: Vec<Vec<u8>>,
-}
-
-fn case() -> Case {
-    let text = std::fs::read_to_string(Path::new(TESTDATA).join("snap-2KiB.json")).unwrap();
-    let f = SnapJobFile::parse(&text).unwrap();
-    Case {
-        comm_r_old: f.comm_r_old,
-        comm_r_new: f.comm_r_new,
-        comm_d_new: f.comm_d_new,
-        vanilla_proofs: f.vanilla_proofs,
-    }
-}
-
-fn param_dir() -> PathBuf {
-    let dir = common::params_dir();
-    generate_snap_params(&dir, 2048, 0).unwrap();
-    dir
+/// gen_vanilla's 2 KiB update.
+fn case() -> SnapJobFile {
+    SnapJobFile::parse(&common::testdata("snap-2KiB.json")).unwrap()
 }
 
 #[test]
 fn snap_2kib_verifies_with_filecoin_proofs_and_matches_bellperson() {
-    let dir = param_dir();
-    let case = case();
-    let job = SnapJob {
-        sector_size: 2048,
-        comm_r_old: case.comm_r_old,
-        comm_r_new: case.comm_r_new,
-        comm_d_new: case.comm_d_new,
-        vanilla_proofs: &case.vanilla_proofs,
-    };
-    let proof = job.prove(&dir, &mut common::cuzk_prover(SEED)).unwrap();
-    assert_eq!(proof.bytes.len(), 192 * case.vanilla_proofs.len());
-
-    let config = RegisteredSealProof::STACKED_DRG_2KIB_V1_1.porep_config();
-    let ok = filecoin_proofs::verify_empty_sector_update_proof::<SectorShape2KiB>(
-        &config,
-        &proof.bytes,
-        case.comm_r_old,
-        case.comm_r_new,
-        case.comm_d_new,
-    )
-    .unwrap();
-    assert!(ok, "verify_empty_sector_update_proof rejects cuzk's proof");
-
-    let files = snap_param_files(&dir, 2048).unwrap();
-    let circuits = snap_circuits::<SectorShape2KiB>(&job).unwrap();
-    common::assert_bellperson_bytes(
-        &files.params,
-        circuits.into_iter().map(|(circuit, _)| circuit),
-        SEED,
-        &proof.bytes,
-    );
+    common::check_snap::<SectorShape2KiB>(2048, "snap-2KiB.json", SEED);
 }
 
 #[test]
