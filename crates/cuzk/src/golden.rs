@@ -105,8 +105,12 @@ pub fn load(dir: &Path) -> Result<Manifest, GoldenError> {
     })
 }
 
-/// Proves one case with cuzk and checks the bytes and the verification.
-pub fn check_case(dir: &Path, case: &Case) -> Result<(), GoldenError> {
+/// One case's circuit, parameters, `r` and `s`, read from `dir`: what a prover needs to
+/// reproduce `case.proof` (on any backend).
+pub fn case_inputs(
+    dir: &Path,
+    case: &Case,
+) -> Result<(BuiltIn, Parameters, Scalar, Scalar), GoldenError> {
     let name = case.name.clone();
     let circuit: BuiltIn = case
         .circuit
@@ -123,6 +127,13 @@ pub fn check_case(dir: &Path, case: &Case) -> Result<(), GoldenError> {
         message: e.to_string(),
     })?;
     let (r, s) = (parse_scalar(&name, &case.r)?, parse_scalar(&name, &case.s)?);
+    Ok((circuit, params, r, s))
+}
+
+/// Proves one case with cuzk and checks the bytes and the verification.
+pub fn check_case(dir: &Path, case: &Case) -> Result<(), GoldenError> {
+    let name = case.name.clone();
+    let (circuit, params, r, s) = case_inputs(dir, case)?;
     let proof =
         crate::create_proof(circuit.clone(), &params, r, s).map_err(|e| GoldenError::Prove {
             case: name.clone(),

@@ -1,7 +1,7 @@
 //! The GPU backend against the CPU backend: for the same circuit, parameters, `r` and `s` the
 //! proofs are the same bytes, with the parameters resident on the device or streamed from host
-//! memory, for the PoRep-shaped circuit at several sizes, the small built-in circuits and random
-//! satisfiable R1CS. Needs the `cuda` feature; skips (and passes) without a GPU. On the kernel
+//! memory, for the PoRep-shaped circuit at several sizes, the small built-in circuits, the golden
+//! cases (bellperson's bytes) and random satisfiable R1CS. Needs the `cuda` feature; skips (and passes) without a GPU. On the kernel
 //! emulator (cuzk-gpu's `emu`, as CI runs it) the PoRep-shaped circuit stops at 2^10.
 #![cfg(feature = "cuda")]
 
@@ -101,6 +101,24 @@ fn porep_shaped_circuits_match_the_cpu() {
     for &log_size in sizes {
         let c = PorepShaped::new(log_size, 7);
         same_bytes(gpu, c.clone(), &c.public_inputs(), u64::from(log_size));
+    }
+}
+
+/// The golden proofs (bellperson's bytes, `testdata/golden/`) reproduced on the GPU, with the
+/// bases streamed and resident.
+#[test]
+fn golden_cases_match_on_the_gpu() {
+    let Some(gpu) = gpu() else { return };
+    let dir = cuzk::golden::default_dir();
+    for case in &cuzk::golden::load(&dir).unwrap().cases {
+        let (circuit, params, r, s) = cuzk::golden::case_inputs(&dir, case).unwrap();
+        let params = Arc::new(params);
+        let streamed = one_proof(gpu, &params, circuit.clone(), r, s);
+        assert_eq!(hex::encode(streamed), case.proof, "{}: streamed", case.name);
+        gpu.backend().preload(&params).unwrap();
+        let resident = one_proof(gpu, &params, circuit, r, s);
+        assert!(gpu.backend().evict(&params));
+        assert_eq!(hex::encode(resident), case.proof, "{}: resident", case.name);
     }
 }
 
