@@ -14,7 +14,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use cuzk_gpu::{DeviceBuffer, GpuError, Stream, Workspace};
+use cuzk_gpu::{DeviceBuffer, GpuError, Stream, StreamPool, Workspace};
 use cuzk_interlock::{Compute, Demand};
 use cuzk_msm::gpu::{
     batch_add_device_bytes, split_scratch_buffers, split_scratch_bytes, GpuMsm, Group,
@@ -126,6 +126,20 @@ impl Drop for PartitionMemory {
 
 /// A worker's current partition memory, if a device phase is open.
 pub(crate) type Slot = Arc<Mutex<Option<Arc<PartitionMemory>>>>;
+
+/// The partition memory a stage allocates from, held for the stage: the open phase's
+/// reservation, or none (a stage called outside a phase allocates from the stream's pool).
+pub(crate) struct PhaseWorkspace(pub(crate) Option<Arc<PartitionMemory>>);
+
+impl PhaseWorkspace {
+    /// The workspace: the reservation, else the stream's pool.
+    pub(crate) fn get(&self) -> &dyn Workspace {
+        match &self.0 {
+            Some(memory) => &**memory,
+            None => &StreamPool,
+        }
+    }
+}
 
 /// Holds a device phase open: dropping it empties the worker's slot, which finishes the permit
 /// (after the stages' own references, if any are still alive, have gone).

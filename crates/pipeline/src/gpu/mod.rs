@@ -50,9 +50,7 @@ use std::sync::{Arc, Mutex};
 
 use cuzk_field::layout::{scalars_as_limbs, FrLimbs, G1AffineLimbs, G2AffineLimbs};
 use cuzk_field::{Domain, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk_gpu::{
-    alloc_in, Device, DeviceBuffer, GpuError, PinnedBuffer, Stream, StreamPool, Workspace,
-};
+use cuzk_gpu::{alloc_in, Device, DeviceBuffer, GpuError, PinnedBuffer, Stream};
 use cuzk_groth16::Parameters;
 use cuzk_msm::gpu::{Bases, GpuCurve, GpuMsm, GpuMsmError, ScalarForm, Scalars};
 use cuzk_msm::{Selection, G1, G2};
@@ -68,7 +66,7 @@ use crate::backend::{Backend, DevicePhase, PartitionShape};
 use crate::query::{host_query_sums, Query, QuerySums, Stages, Witness};
 use crate::stage::Stage;
 use crate::{JobContext, PipelineError};
-use memory::{PartitionMemory, PhaseGuard, Slot};
+use memory::{PartitionMemory, PhaseGuard, PhaseWorkspace, Slot};
 use tables::TableRegions;
 
 /// Device memory the arena leaves to the driver when it is sized from the free memory: the
@@ -350,8 +348,8 @@ impl GpuBackend {
 
     /// Where the current partition's buffers come from: its reservation while a device phase is
     /// open, else the stream's pool (a stage called outside a phase).
-    fn workspace(&self) -> Option<Arc<PartitionMemory>> {
-        self.phase.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    fn workspace(&self) -> PhaseWorkspace {
+        PhaseWorkspace(self.phase.lock().unwrap_or_else(|e| e.into_inner()).clone())
     }
 
     /// The device.
@@ -570,10 +568,7 @@ impl GpuBackend {
         let err = on(&self.name);
         let stream = self.msm.stream();
         let memory = self.workspace();
-        let workspace: &dyn Workspace = match &memory {
-            Some(memory) => &**memory,
-            None => &StreamPool,
-        };
+        let workspace = memory.get();
         let n = witness.input.len() + witness.aux.len();
         // At least one element (an empty buffer has no address), cut to the values.
         let mut values = alloc_in::<FrLimbs>(workspace, stream, n.max(1))
@@ -608,10 +603,7 @@ impl GpuBackend {
     ) -> Result<(), PipelineError> {
         let err = on(&self.name);
         let memory = self.workspace();
-        let workspace: &dyn Workspace = match &memory {
-            Some(memory) => &**memory,
-            None => &StreamPool,
-        };
+        let workspace = memory.get();
         let split = stages.run(Stage::SplitVectors, || {
             let members = query.members(witness);
             self.timed(|| {
@@ -719,10 +711,7 @@ impl GpuBackend {
         let err = on(&self.name);
         let stream = self.msm.stream();
         let memory = self.workspace();
-        let workspace: &dyn Workspace = match &memory {
-            Some(memory) => &**memory,
-            None => &StreamPool,
-        };
+        let workspace = memory.get();
         let mut abc = alloc_in::<FrLimbs>(workspace, stream, 3 * n)
             .map_err(GpuBackendError::gpu("allocating a, b, c"))
             .map_err(&err)?;
@@ -801,10 +790,7 @@ impl GpuBackend {
             return Ok(C::Projective::identity());
         }
         let memory = self.workspace();
-        let workspace: &dyn Workspace = match &memory {
-            Some(memory) => &**memory,
-            None => &StreamPool,
-        };
+        let workspace = memory.get();
         self.msm
             .msm_in::<C>(workspace, bases, scalars)
             .map_err(GpuBackendError::msm("msm"))
@@ -818,10 +804,7 @@ impl GpuBackend {
         indices: &[u32],
     ) -> Result<C::Projective, PipelineError> {
         let memory = self.workspace();
-        let workspace: &dyn Workspace = match &memory {
-            Some(memory) => &**memory,
-            None => &StreamPool,
-        };
+        let workspace = memory.get();
         self.timed(|| {
             self.msm
                 .batch_add_in::<C>(workspace, bases, Selection::Indices(indices))
