@@ -47,6 +47,7 @@
 // read and written once per run. The arithmetic dominates: m·W mixed additions of 10 (G1) or 28
 // (G2, in Fp multiplications) field multiplications.
 #include "curve/xyzz.cuh"
+#include "msm/bits.cuh"
 
 #define MSM_SIGN 0x80000000u    // in a key from msm_digits and in a point reference: negate
 #define MSM_EMPTY 0x80000000u   // in a partial-sum key: the slot holds no point
@@ -816,14 +817,6 @@ __device__ __forceinline__ void msm_reduce(xyzz_t<F>* out_c, xyzz_t<F>* out_r, c
     }
     out_c[t] = c;
     out_r[t] = running;
-}
-
-FR_HD uint32_t msm_ctz64(uint64_t x) {
-#if defined(__CUDA_ARCH__)
-    return __ffsll((long long)x) - 1;
-#else
-    return (uint32_t)__builtin_ctzll(x);
-#endif
 }
 
 // Batch addition, selection by bitmap: thread t sums the bases of the set bits of words

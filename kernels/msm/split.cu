@@ -25,6 +25,7 @@
 // Traffic: the members' values are read twice (32 bytes each), every output written once. One
 // thread per 64 variables keeps a word's outputs in one thread, so no synchronisation is needed.
 #include "curve/xyzz.cuh"
+#include "msm/bits.cuh"
 
 // Whether a stored scalar is one (R mod r in Montgomery form; stored scalars are reduced).
 FR_HD bool msm_split_is_one(const fr_t& v) {
@@ -42,29 +43,13 @@ FR_HD uint64_t msm_split_word(const uint64_t* members, uint64_t n_values, uint32
     return word;
 }
 
-FR_HD uint32_t msm_split_ctz(uint64_t x) {
-#if defined(__CUDA_ARCH__)
-    return __ffsll((long long)x) - 1;
-#else
-    return (uint32_t)__builtin_ctzll(x);
-#endif
-}
-
-FR_HD uint32_t msm_split_popc(uint64_t x) {
-#if defined(__CUDA_ARCH__)
-    return __popcll(x);
-#else
-    return (uint32_t)__builtin_popcountll(x);
-#endif
-}
-
 // The ones and others among the members of word `word` (word w of the bitmap).
 FR_HD void msm_split_word_counts(uint64_t word, const fr_t* values, uint32_t w, uint32_t& ones,
                                  uint32_t& others) {
     ones = 0;
     others = 0;
     while (word) {
-        uint32_t bit = msm_split_ctz(word);
+        uint32_t bit = msm_ctz64(word);
         word &= word - 1;
         fr_t v = values[(uint64_t)w * 64 + bit];
         if (v.is_zero()) continue;
@@ -84,7 +69,7 @@ extern "C" __global__ void msm_split_count(uint32_t* counts, const uint64_t* mem
     uint64_t word = msm_split_word(members, n_values, w);
     uint32_t ones, others;
     msm_split_word_counts(word, values, w, ones, others);
-    counts[w] = msm_split_popc(word);
+    counts[w] = msm_popc64(word);
     counts[n_words + w] = ones;
     counts[2 * (uint64_t)n_words + w] = others;
 }
@@ -98,7 +83,7 @@ extern "C" __global__ void msm_split_totals(uint32_t* totals, const uint32_t* of
     uint64_t word = msm_split_word(members, n_values, last);
     uint32_t ones, others;
     msm_split_word_counts(word, values, last, ones, others);
-    totals[0] = offsets[last] + msm_split_popc(word);
+    totals[0] = offsets[last] + msm_popc64(word);
     totals[1] = offsets[n_words + last] - offsets[n_words] + ones;
     totals[2] = offsets[2 * (uint64_t)n_words + last] - offsets[2 * (uint64_t)n_words] + others;
 }
@@ -117,7 +102,7 @@ extern "C" __global__ void msm_split_scatter(uint32_t* ones, uint32_t* other_bas
     uint64_t others_from = offsets[2 * (uint64_t)n_words];
     uint32_t other_at = (uint32_t)(offsets[2 * (uint64_t)n_words + w] - others_from);
     while (word) {
-        uint32_t bit = msm_split_ctz(word);
+        uint32_t bit = msm_ctz64(word);
         word &= word - 1;
         fr_t v = values[(uint64_t)w * 64 + bit];
         if (!v.is_zero()) {
