@@ -287,18 +287,9 @@ impl PartitionProver for EngineProver<'_> {
         }
         let site = self.site;
         let kind = self.kind;
-        let spread = self.spread.get_or_insert_with(|| {
-            Spreader::new(
-                site.helpers,
-                site.backend,
-                site.control,
-                site.job_id,
-                kind,
-                site.ctx,
-                leased,
-                1,
-            )
-        });
+        let spread = self
+            .spread
+            .get_or_insert_with(|| Spreader::new(site, kind, leased, 1));
         if !spread.stopped() {
             spread.prove(partition, assignment);
         }
@@ -447,12 +438,8 @@ fn run_synthetic(
     };
     let start = Instant::now();
     let mut spread = Spreader::new(
-        site.helpers,
-        site.backend,
-        site.control,
-        site.job_id,
+        site,
         ProofKind::Synthetic,
-        site.ctx,
         Arc::clone(p),
         input.partitions as usize,
     );

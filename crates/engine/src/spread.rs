@@ -15,7 +15,7 @@ use cuzk_pipeline::JobContext;
 
 use crate::backend::{engine_error, ProofBackend};
 use crate::job::ProofKind;
-use crate::run::JobControl;
+use crate::run::{JobControl, JobSite};
 use crate::EngineError;
 
 /// A partition's proof, or why there is none, by partition index.
@@ -94,12 +94,8 @@ impl Helpers for Alone {
 
 /// The job's side: offers partitions, proves the ones nobody took, collects the proofs.
 pub(crate) struct Spreader<'a> {
-    helpers: &'a dyn Helpers,
-    backend: &'a dyn ProofBackend,
-    control: &'a Arc<JobControl>,
-    job_id: &'a str,
+    site: JobSite<'a>,
     kind: ProofKind,
-    ctx: JobContext,
     params: Arc<Parameters>,
     answer: Sender<Answer>,
     answers: Receiver<Answer>,
@@ -112,26 +108,18 @@ pub(crate) struct Spreader<'a> {
 }
 
 impl<'a> Spreader<'a> {
-    /// A job of `partitions` partitions (a hint: more may come) against `params`.
-    #[allow(clippy::too_many_arguments)]
+    /// The job at `site`, of `kind`, of `partitions` partitions (a hint: more may come)
+    /// against `params`.
     pub(crate) fn new(
-        helpers: &'a dyn Helpers,
-        backend: &'a dyn ProofBackend,
-        control: &'a Arc<JobControl>,
-        job_id: &'a str,
+        site: JobSite<'a>,
         kind: ProofKind,
-        ctx: JobContext,
         params: Arc<Parameters>,
         partitions: usize,
     ) -> Self {
         let (answer, answers) = channel();
         Self {
-            helpers,
-            backend,
-            control,
-            job_id,
+            site,
             kind,
-            ctx,
             params,
             answer,
             answers,
@@ -149,7 +137,7 @@ impl<'a> Spreader<'a> {
     /// Whether the job must stop: a partition failed, or it was cancelled or interrupted.
     pub(crate) fn stopped(&mut self) -> bool {
         if self.error.is_none() {
-            if let Err(e) = self.control.check() {
+            if let Err(e) = self.site.control.check() {
                 self.error = Some((usize::MAX, e));
             }
         }
@@ -164,21 +152,18 @@ impl<'a> Spreader<'a> {
     /// Proves `partition`: on an idle worker, or here when none is.
     pub(crate) fn prove(&mut self, partition: usize, assignment: ProvingAssignment) {
         let task = Box::new(PartitionTask {
-            job_id: self.job_id.to_string(),
+            job_id: self.site.job_id.to_string(),
             kind: self.kind,
-            ctx: self.ctx,
+            ctx: self.site.ctx,
             partition,
             params: Arc::clone(&self.params),
             assignment,
-            control: Arc::clone(self.control),
+            control: Arc::clone(self.site.control),
             answer: self.answer.clone(),
         });
-        match self.helpers.offer(task) {
-            Ok(()) => self.outstanding += 1,
-            Err(task) => {
-                self.outstanding += 1;
-                task.run(self.backend, self.ctx.worker);
-            }
+        self.outstanding += 1;
+        if let Err(task) = self.site.helpers.offer(task) {
+            task.run(self.site.backend, self.site.ctx.worker);
         }
         self.poll();
     }
@@ -212,7 +197,7 @@ impl<'a> Spreader<'a> {
     /// rest to be answered.
     fn wait(&mut self, withdraw: bool) {
         if withdraw {
-            self.outstanding -= self.helpers.withdraw(self.ctx.job);
+            self.outstanding -= self.site.helpers.withdraw(self.site.ctx.job);
         }
         // Only the tasks' senders remain, so a task dropped unanswered ends the wait.
         let (closed, _) = channel();

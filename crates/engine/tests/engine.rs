@@ -9,9 +9,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuzk_engine::{
-    CpuProofBackend, Engine, EngineError, JobRequest, JobState, Priority, ProofBackend,
-};
+use cuzk_engine::{CpuProofBackend, Engine, EngineError, JobState, Priority, ProofBackend};
+
+use common::synthetic;
 
 fn engine(dir: &Path) -> Engine {
     engine_with(dir, 1)
@@ -23,16 +23,6 @@ fn engine_with(dir: &Path, workers: usize) -> Engine {
         .map(|_| Arc::new(CpuProofBackend::new(true)) as Arc<dyn ProofBackend>)
         .collect();
     Engine::start(config, backends, None).unwrap()
-}
-
-fn synthetic(log: u32, seed: u64, partitions: u32) -> JobRequest {
-    JobRequest {
-        vanilla_proof: format!(
-            "{{\"log_size\":{log},\"seed\":{seed},\"partitions\":{partitions}}}"
-        )
-        .into_bytes(),
-        ..JobRequest::synthetic(log, seed)
-    }
 }
 
 const WAIT: Option<Duration> = Some(Duration::from_secs(120));

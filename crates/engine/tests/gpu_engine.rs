@@ -26,6 +26,8 @@ use cuzk_filecoin::post::{post_config, PostKind};
 use cuzk_filecoin::{CircuitKind, PostJobFile};
 use cuzk_gpu::emu::{fail_next, set_device_count, Fault};
 
+use common::synthetic;
+
 const WAIT: Option<Duration> = Some(Duration::from_secs(120));
 
 /// Workers on each of `devices` (`per_device` each) and the engine over them.
@@ -66,16 +68,6 @@ fn engine_with(
         .map(|g| Arc::clone(g) as Arc<dyn ProofBackend>)
         .collect();
     (Engine::start(config, backends, None).unwrap(), gpus)
-}
-
-fn synthetic(log: u32, seed: u64, partitions: u32) -> JobRequest {
-    JobRequest {
-        vanilla_proof: format!(
-            "{{\"log_size\":{log},\"seed\":{seed},\"partitions\":{partitions}}}"
-        )
-        .into_bytes(),
-        ..JobRequest::synthetic(log, seed)
-    }
 }
 
 /// Runs a job to its end; returns its state and error.

@@ -1,9 +1,10 @@
-//! What the engine's test files share: an engine configuration on a temporary folder.
+//! What the engine's test files share: an engine configuration on a temporary folder, and the
+//! synthetic jobs they submit.
 
 use std::path::Path;
 use std::time::Duration;
 
-use cuzk_engine::{EngineConfig, ParamConfig};
+use cuzk_engine::{EngineConfig, JobRequest, ParamConfig};
 
 /// An engine's configuration under `dir`: parameters never generated, strict FIFO, inputs over
 /// 64 KiB spooled to files.
@@ -21,5 +22,16 @@ pub fn config(dir: &Path) -> EngineConfig {
         max_attempts: 3,
         spool_threshold: 64 << 10,
         pce_dir: None,
+    }
+}
+
+/// A synthetic job of `partitions` partitions of 2^`log` constraints, its witness from `seed`.
+pub fn synthetic(log: u32, seed: u64, partitions: u32) -> JobRequest {
+    JobRequest {
+        vanilla_proof: format!(
+            "{{\"log_size\":{log},\"seed\":{seed},\"partitions\":{partitions}}}"
+        )
+        .into_bytes(),
+        ..JobRequest::synthetic(log, seed)
     }
 }
