@@ -88,18 +88,46 @@ pub(crate) fn decode_points<P: Uncompressed>(
     first_index: usize,
     check: Check,
 ) -> Result<Vec<P>, Groth16Error> {
-    bytes
-        .par_chunks(P::SIZE)
-        .enumerate()
-        .map(|(i, chunk)| {
+    let mut out = Vec::with_capacity(bytes.len() / P::SIZE);
+    decode_points_into(bytes, section, first_index, check, &mut out)?;
+    Ok(out)
+}
+
+/// Decodes points in parallel and appends them to `out`, written in place (no intermediate
+/// vectors: collecting `Result`s would gather them in pieces and copy them once more). No query
+/// holds the point at infinity, so a point that does not decode is written as the identity and
+/// told apart from a real one afterwards. On error, `out` may hold part of the points.
+pub(crate) fn decode_points_into<P: Uncompressed>(
+    bytes: &[u8],
+    section: Section,
+    first_index: usize,
+    check: Check,
+    out: &mut Vec<P>,
+) -> Result<(), Groth16Error> {
+    let start = out.len();
+    out.par_extend(
+        bytes
+            .par_chunks_exact(P::SIZE)
+            .map(|chunk| P::decode(chunk, check).unwrap_or_else(P::identity)),
+    );
+    let bad = out[start..]
+        .par_iter()
+        .position_first(|p| bool::from(p.is_identity()));
+    match bad {
+        Some(i) => {
             let index = first_index + i;
-            let p = P::decode(chunk, check).ok_or(Groth16Error::InvalidPoint { section, index })?;
-            if bool::from(p.is_identity()) {
-                return Err(Groth16Error::PointAtInfinity { section, index });
-            }
-            Ok(p)
-        })
-        .collect()
+            let chunk = &bytes[i * P::SIZE..(i + 1) * P::SIZE];
+            Err(match P::decode(chunk, check) {
+                Some(_) => Groth16Error::PointAtInfinity { section, index },
+                None => Groth16Error::InvalidPoint { section, index },
+            })
+        }
+        None if bytes.len() % P::SIZE != 0 => Err(Groth16Error::InvalidPoint {
+            section,
+            index: first_index + bytes.len() / P::SIZE,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Encodes points in parallel and writes them.
@@ -180,8 +208,7 @@ impl<R: Read> CountingReader<R> {
             let batch = (count - out.len()).min(batch_points);
             buf.resize(batch * P::SIZE, 0);
             self.read_exact(&mut buf, section)?;
-            let decoded = decode_points::<P>(&buf, section, out.len(), check)?;
-            out.extend_from_slice(&decoded);
+            decode_points_into::<P>(&buf, section, out.len(), check, &mut out)?;
         }
         Ok(out)
     }

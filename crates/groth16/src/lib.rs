@@ -26,7 +26,7 @@ pub use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 pub use codec::Check;
 pub use engine::{Bls12, Engine};
 pub use error::{Groth16Error, Section};
-pub use params::{MappedParameters, ParameterSource, Parameters, Query};
+pub use params::{MappedParameters, ParameterSource, Parameters, Query, RELEASE_BYTES};
 pub use proof::Proof;
 pub use setup::{
     generate_parameters, generate_parameters_with, generate_random_parameters, ToxicWaste,

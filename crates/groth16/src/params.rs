@@ -17,8 +17,8 @@ use std::sync::Arc;
 use cuzk_field::{G1Affine, G2Affine};
 
 use crate::codec::{
-    decode_points, write_points, Check, CountingReader, SliceReader, Uncompressed, G1_UNCOMPRESSED,
-    G2_UNCOMPRESSED,
+    decode_points, decode_points_into, write_points, Check, CountingReader, SliceReader,
+    Uncompressed, G1_UNCOMPRESSED, G2_UNCOMPRESSED,
 };
 use crate::engine::{Bls12, Engine};
 use crate::error::{Groth16Error, Section};
@@ -197,6 +197,10 @@ impl Query<G2Affine> {
     pub const B_G2: Self = Self::new(4, Section::BG2);
 }
 
+/// Bytes of a parameter file [`MappedParameters::to_parameters`] decodes between releases of
+/// their mapped pages: enough to keep every core busy, small beside a section.
+pub const RELEASE_BYTES: usize = 64 << 20;
+
 /// A memory-mapped parameter file whose structure has been validated, decoded on demand.
 ///
 /// Opening reads and checks the verifying key and every section's count against the file size;
@@ -299,15 +303,73 @@ impl MappedParameters {
     }
 
     /// Decodes everything into in-memory [`Parameters`].
+    ///
+    /// Each section is decoded in blocks of [`RELEASE_BYTES`], and a block's mapped pages are
+    /// handed back to the kernel once it is decoded, so the process holds the decoded points and
+    /// one block of the file rather than both whole (the file stays in the page cache for the
+    /// next reader).
     pub fn to_parameters(&self) -> Result<Parameters, Groth16Error> {
+        self.to_parameters_in_blocks(RELEASE_BYTES)
+    }
+
+    /// [`to_parameters`](Self::to_parameters) with blocks of `block_bytes` (whole points, at
+    /// least one).
+    pub fn to_parameters_in_blocks(&self, block_bytes: usize) -> Result<Parameters, Groth16Error> {
         Ok(Parameters {
             vk: self.vk.clone(),
-            h: Arc::new(self.all(Query::H)?),
-            l: Arc::new(self.all(Query::L)?),
-            a: Arc::new(self.all(Query::A)?),
-            b_g1: Arc::new(self.all(Query::B_G1)?),
-            b_g2: Arc::new(self.all(Query::B_G2)?),
+            h: Arc::new(self.all_released(Query::H, block_bytes)?),
+            l: Arc::new(self.all_released(Query::L, block_bytes)?),
+            a: Arc::new(self.all_released(Query::A, block_bytes)?),
+            b_g1: Arc::new(self.all_released(Query::B_G1, block_bytes)?),
+            b_g2: Arc::new(self.all_released(Query::B_G2, block_bytes)?),
         })
+    }
+
+    /// [`all`](Self::all), releasing the mapped pages of each block once it is decoded.
+    fn all_released<P: Uncompressed>(
+        &self,
+        query: Query<P>,
+        block_bytes: usize,
+    ) -> Result<Vec<P>, Groth16Error> {
+        let bytes = self.sections[query.index].clone();
+        let len = bytes.len() / P::SIZE;
+        let block = (block_bytes / P::SIZE).max(1);
+        let mut out = Vec::with_capacity(len);
+        for first in (0..len).step_by(block) {
+            let end = (first + block).min(len);
+            let range = bytes.start + first * P::SIZE..bytes.start + end * P::SIZE;
+            decode_points_into(
+                &self.map[range.clone()],
+                query.section,
+                first,
+                self.check,
+                &mut out,
+            )?;
+            self.release(range);
+        }
+        Ok(out)
+    }
+
+    /// Drops the mapped pages of `range` from this process's memory; a later read maps them
+    /// again from the file (or the page cache). Only a hint: a failure changes nothing.
+    fn release(&self, range: Range<usize>) {
+        #[cfg(unix)]
+        {
+            #[allow(unsafe_code)]
+            // SAFETY: the map is a read-only shared mapping of the parameter file, which is
+            // never written while mapped (see `open`). MADV_DONTNEED on such a mapping only drops
+            // the pages from this process: the next access faults them in again with the file's
+            // same bytes, so no slice of the map, borrowed now or later, sees its contents change.
+            let _ = unsafe {
+                self.map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    range.start,
+                    range.len(),
+                )
+            };
+        }
+        #[cfg(not(unix))]
+        let _ = range;
     }
 }
 

@@ -124,6 +124,17 @@ impl Capacity {
             aux: params.l.len(),
         }
     }
+
+    /// [`Capacity::of`] the parameters in a mapped file, from its section counts alone (nothing
+    /// is decoded), so that synthesis can start while the parameters are still being read.
+    pub fn of_mapped(params: &crate::MappedParameters) -> Self {
+        use crate::params::Query;
+        Self {
+            constraints: params.len(Query::H) + 1,
+            inputs: params.vk.ic.len(),
+            aux: params.len(Query::L),
+        }
+    }
 }
 
 /// [`synthesize`] with the vectors allocated up front. A wrong capacity is only a hint: the

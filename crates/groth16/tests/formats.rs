@@ -180,6 +180,42 @@ fn corrupted_points_are_invalid() {
     ));
 }
 
+/// Decoding a mapped file in blocks (their pages released as they are decoded) gives the same
+/// parameters whatever the block, and errors name the point's index in its section, not in its
+/// block.
+#[test]
+fn mapped_files_decode_in_blocks() {
+    let (params, bytes) = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.params");
+    std::fs::write(&path, bytes).unwrap();
+    let mapped = MappedParameters::<cuzk_groth16::Bls12>::open(&path, Check::Curve).unwrap();
+    for block_bytes in [0, 96, 2 * 96, 5 * 96 + 7, 1 << 20] {
+        assert_eq!(
+            &mapped.to_parameters_in_blocks(block_bytes).unwrap(),
+            params
+        );
+    }
+    let l_start = layout(params)[2];
+    let mut bad = bytes.clone();
+    bad[l_start + 2 * 96 + 60] ^= 0x5a;
+    std::fs::write(&path, &bad).unwrap();
+    let mapped = MappedParameters::<cuzk_groth16::Bls12>::open(&path, Check::Curve).unwrap();
+    for block_bytes in [96, 2 * 96, 1 << 20] {
+        let read = mapped.to_parameters_in_blocks(block_bytes);
+        assert!(
+            matches!(
+                read,
+                Err(Groth16Error::InvalidPoint {
+                    section: Section::L,
+                    index: 2
+                })
+            ),
+            "blocks of {block_bytes} bytes: {read:?}"
+        );
+    }
+}
+
 /// A point on the curve y² = x³ + 4 outside the prime-order subgroup.
 fn off_subgroup_point() -> [u8; 96] {
     let mut x = Fp::from(1u64);
