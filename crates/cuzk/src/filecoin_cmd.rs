@@ -239,7 +239,10 @@ fn report(
     total: std::time::Duration,
     out: &Option<PathBuf>,
 ) -> anyhow::Result<()> {
-    println!("load parameters: {:.3} s", proof.load_params.as_secs_f64());
+    println!(
+        "load parameters: {:.3} s (beside partition 0's synthesis)",
+        proof.load_params.as_secs_f64()
+    );
     for (k, p) in proof.partitions.iter().enumerate() {
         println!(
             "partition {k}: {} constraints, synthesis {:.3} s, prove {:.3} s, verify {:.3} s",

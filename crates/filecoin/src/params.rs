@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use bellpepper_core::Circuit;
 use blstrs::Scalar;
-use cuzk_groth16::{Check, MappedParameters, Parameters, VerifyingKey};
+use cuzk_groth16::{Capacity, Check, MappedParameters, Parameters, VerifyingKey};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use storage_proofs_core::parameter_cache::{
@@ -91,6 +91,13 @@ impl ParamFiles {
         }
         let mapped = MappedParameters::open(&self.params, Check::Curve)?;
         Ok(mapped.to_parameters()?)
+    }
+
+    /// The sizes a synthesis of this circuit reserves, from the parameter file's section counts
+    /// (nothing is decoded); `None` when the file cannot be opened, since it is only a hint.
+    pub fn capacity(&self) -> Option<Capacity> {
+        let mapped = MappedParameters::open(&self.params, Check::Curve).ok()?;
+        Some(Capacity::of_mapped(&mapped))
     }
 
     /// Reads the verifying key, as filecoin-proofs' verifiers do.

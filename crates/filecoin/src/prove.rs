@@ -1,7 +1,8 @@
-//! The partition loop every proof kind shares: read and check the parameters, then for each
-//! partition build its circuit, synthesise it, check it fits the parameters and holds, and submit
-//! it to the caller's prover; every proof the prover hands back is verified against the public
-//! inputs the verifier uses, and the proofs' bytes are concatenated in partition order.
+//! The partition loop every proof kind shares: read and check the parameters (beside the first
+//! partition's synthesis, on another thread), then for each partition build its circuit,
+//! synthesise it, check it fits the parameters and holds, and submit it to the caller's prover;
+//! every proof the prover hands back is verified against the public inputs the verifier uses, and
+//! the proofs' bytes are concatenated in partition order.
 //!
 //! A prover may prove partitions asynchronously ([`PartitionProver::submit`] returns before the
 //! proof exists, [`PartitionProver::finish`] waits for the rest), so the next partition is
@@ -110,7 +111,8 @@ where
 /// How long each step of one partition took.
 #[derive(Clone, Debug, Default)]
 pub struct PartitionReport {
-    /// Building the circuit and synthesising it into an assignment.
+    /// Building the circuit and synthesising it into an assignment, and checking it. The first
+    /// partition's excludes the wait for the parameters, which load beside it.
     pub synthesis: Duration,
     /// From submitting the partition to the prover until its proof came back. A prover that
     /// proves as it is submitted (the default) makes this the proving time; one that proves
@@ -129,7 +131,7 @@ pub struct FilecoinProof {
     /// The partitions' 192-byte proofs, concatenated in partition order: the bytes
     /// `seal_commit_phase2` (or `generate_winning_post_with_vanilla`) returns.
     pub bytes: Vec<u8>,
-    /// Reading the parameters.
+    /// Reading the parameters (beside the first partition's synthesis).
     pub load_params: Duration,
     /// One report per partition.
     pub partitions: Vec<PartitionReport>,
@@ -137,24 +139,24 @@ pub struct FilecoinProof {
 
 /// Proves `partitions` partitions, the circuit and public inputs of partition `k` from
 /// `circuit(k)`, against the parameters `files` names.
-pub(crate) fn prove_partitions<C: Circuit<Scalar>>(
+///
+/// The first partition is synthesised on a thread of its own while the parameters are read on
+/// this one: synthesis is mostly one thread's work and reading decodes points on every core, so
+/// on a small machine the two together take little more than the longer of them.
+pub(crate) fn prove_partitions<C: Circuit<Scalar> + Send>(
     files: &ParamFiles,
     partitions: usize,
     prover: &mut dyn PartitionProver,
     mut circuit: impl FnMut(usize) -> Result<(C, Vec<Scalar>), FilecoinError>,
 ) -> Result<FilecoinProof, FilecoinError> {
-    let start = Instant::now();
-    let params = prover.parameters(files)?;
-    let pvk = prepare_verifying_key(&params.vk);
-    let load_params = start.elapsed();
-
     let mut job = Partitions {
-        pvk: &pvk,
         reports: vec![PartitionReport::default(); partitions],
         inputs: vec![None; partitions],
         submitted: vec![None; partitions],
         proofs: vec![None; partitions],
     };
+    let mut loaded: Option<(Arc<Parameters>, PreparedVerifyingKey)> = None;
+    let mut load_params = Duration::ZERO;
     let mut run = || -> Result<(), FilecoinError> {
         for k in 0..partitions {
             let start = Instant::now();
@@ -163,11 +165,38 @@ pub(crate) fn prove_partitions<C: Circuit<Scalar>>(
             // again.
             let pre_compiled =
                 prover.pre_compiled(files, &mut || Ok(cuzk_pce::record(circuit(k)?.0)?))?;
-            let assignment = match pre_compiled {
-                Some(pc) => pc.synthesize(this)?,
-                None => synthesize_with_capacity(this, Capacity::of(&params))?,
+            // Time spent waiting for the parameters after synthesis finished, not synthesis's.
+            let mut waited = Duration::ZERO;
+            let assignment = match &loaded {
+                Some((params, _)) => synthesize(this, pre_compiled, Capacity::of(params))?,
+                None => {
+                    let capacity = files.capacity().unwrap_or_default();
+                    let (params, assignment) = std::thread::scope(|scope| {
+                        let synthesis = scope.spawn(move || {
+                            (synthesize(this, pre_compiled, capacity), Instant::now())
+                        });
+                        let load_start = Instant::now();
+                        let params = prover.parameters(files).map(|params| {
+                            let pvk = prepare_verifying_key(&params.vk);
+                            (params, pvk)
+                        });
+                        let load_end = Instant::now();
+                        load_params = load_end - load_start;
+                        let (assignment, synthesis_end) = synthesis
+                            .join()
+                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                        waited = load_end.saturating_duration_since(synthesis_end);
+                        (params, assignment)
+                    });
+                    // A parameter file that cannot be read is the first thing to report.
+                    let params = params?;
+                    let assignment = assignment?;
+                    loaded = Some(params);
+                    assignment
+                }
             };
-            check_fits(&assignment, &params, files, &inputs)?;
+            let (params, pvk) = loaded.as_ref().expect("loaded with the first partition");
+            check_fits(&assignment, params, files, &inputs)?;
             if let Some(constraint) = assignment.first_unsatisfied() {
                 return Err(FilecoinError::Unsatisfied {
                     partition: k,
@@ -175,15 +204,18 @@ pub(crate) fn prove_partitions<C: Circuit<Scalar>>(
                 });
             }
             job.reports[k].constraints = assignment.num_constraints();
-            job.reports[k].synthesis = start.elapsed();
+            job.reports[k].synthesis = start.elapsed().saturating_sub(waited);
             job.inputs[k] = Some(inputs);
             job.submitted[k] = Some(Instant::now());
             let proven = prover
-                .submit(&params, assignment, k)
+                .submit(params, assignment, k)
                 .map_err(FilecoinError::Prover)?;
-            job.collect(proven)?;
+            job.collect(pvk, proven)?;
         }
-        job.collect(prover.finish().map_err(FilecoinError::Prover)?)
+        match &loaded {
+            Some((_, pvk)) => job.collect(pvk, prover.finish().map_err(FilecoinError::Prover)?),
+            None => Ok(()),
+        }
     };
     if let Err(e) = run() {
         // Whatever the prover still has in flight is of a job that failed.
@@ -203,10 +235,21 @@ pub(crate) fn prove_partitions<C: Circuit<Scalar>>(
     })
 }
 
+/// Synthesises one partition, from its pre-compiled form when there is one.
+fn synthesize<C: Circuit<Scalar>>(
+    circuit: C,
+    pre_compiled: Option<Arc<cuzk_pce::PreCompiled>>,
+    capacity: Capacity,
+) -> Result<ProvingAssignment, FilecoinError> {
+    Ok(match pre_compiled {
+        Some(pc) => pc.synthesize(circuit)?,
+        None => synthesize_with_capacity(circuit, capacity)?,
+    })
+}
+
 /// The partitions of one job in flight: what each was submitted with and when, and the proofs
 /// that came back.
-struct Partitions<'a> {
-    pvk: &'a PreparedVerifyingKey,
+struct Partitions {
     reports: Vec<PartitionReport>,
     /// Public inputs of the partitions submitted and not yet proven.
     inputs: Vec<Option<Vec<Scalar>>>,
@@ -214,9 +257,9 @@ struct Partitions<'a> {
     proofs: Vec<Option<Proof>>,
 }
 
-impl Partitions<'_> {
-    /// Verifies the proofs the prover handed back and keeps them.
-    fn collect(&mut self, proven: Proven) -> Result<(), FilecoinError> {
+impl Partitions {
+    /// Verifies the proofs the prover handed back against `pvk` and keeps them.
+    fn collect(&mut self, pvk: &PreparedVerifyingKey, proven: Proven) -> Result<(), FilecoinError> {
         for (k, proof) in proven {
             let submitted = self.submitted.get(k).copied().flatten();
             let (Some(submitted), Some(inputs)) =
@@ -228,7 +271,7 @@ impl Partitions<'_> {
             };
             self.reports[k].prove = submitted.elapsed();
             let start = Instant::now();
-            if !verify_proof(self.pvk, &proof, &inputs)? {
+            if !verify_proof(pvk, &proof, &inputs)? {
                 return Err(FilecoinError::ProofInvalid { partition: k });
             }
             self.reports[k].verify = start.elapsed();
