@@ -17,8 +17,8 @@ use std::sync::Arc;
 use cuzk_field::{G1Affine, G2Affine};
 
 use crate::codec::{
-    decode_points, decode_points_into, write_points, Check, CountingReader, SliceReader,
-    Uncompressed, G1_UNCOMPRESSED, G2_UNCOMPRESSED,
+    decode_points_into, write_points, Check, CountingReader, SliceReader, Uncompressed,
+    G1_UNCOMPRESSED, G2_UNCOMPRESSED,
 };
 use crate::engine::{Bls12, Engine};
 use crate::error::{Groth16Error, Section};
@@ -282,6 +282,21 @@ impl MappedParameters {
         query: Query<P>,
         range: Range<usize>,
     ) -> Result<Vec<P>, Groth16Error> {
+        // Bounded by the section, so a range past its end is an error, not a huge allocation.
+        let mut out =
+            Vec::with_capacity(range.end.min(self.len(query)).saturating_sub(range.start));
+        self.points_into(query, range, &mut out)?;
+        Ok(out)
+    }
+
+    /// Decodes `query[range]` onto the end of `out`, and returns the byte range of the map it
+    /// read.
+    fn points_into<P: Uncompressed>(
+        &self,
+        query: Query<P>,
+        range: Range<usize>,
+        out: &mut Vec<P>,
+    ) -> Result<Range<usize>, Groth16Error> {
         let bytes = &self.sections[query.index];
         let len = bytes.len() / P::SIZE;
         if range.start > range.end || range.end > len {
@@ -291,9 +306,15 @@ impl MappedParameters {
                 got: range.end,
             });
         }
-        let slice =
-            &self.map[bytes.start + range.start * P::SIZE..bytes.start + range.end * P::SIZE];
-        decode_points(slice, query.section, range.start, self.check)
+        let read = bytes.start + range.start * P::SIZE..bytes.start + range.end * P::SIZE;
+        decode_points_into(
+            &self.map[read.clone()],
+            query.section,
+            range.start,
+            self.check,
+            out,
+        )?;
+        Ok(read)
     }
 
     /// Decodes all of `query`.
@@ -331,21 +352,12 @@ impl MappedParameters {
         query: Query<P>,
         block_bytes: usize,
     ) -> Result<Vec<P>, Groth16Error> {
-        let bytes = self.sections[query.index].clone();
-        let len = bytes.len() / P::SIZE;
+        let len = self.len(query);
         let block = (block_bytes / P::SIZE).max(1);
         let mut out = Vec::with_capacity(len);
         for first in (0..len).step_by(block) {
-            let end = (first + block).min(len);
-            let range = bytes.start + first * P::SIZE..bytes.start + end * P::SIZE;
-            decode_points_into(
-                &self.map[range.clone()],
-                query.section,
-                first,
-                self.check,
-                &mut out,
-            )?;
-            self.release(range);
+            let read = self.points_into(query, first..(first + block).min(len), &mut out)?;
+            self.release(read);
         }
         Ok(out)
     }
