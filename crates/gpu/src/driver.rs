@@ -24,6 +24,7 @@ use cudarc::driver::{
     DevicePtr, DriverError,
 };
 
+mod mapped;
 mod pinned;
 pub use pinned::{PinnedBuffer, PinnedBytes};
 

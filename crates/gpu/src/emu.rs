@@ -279,6 +279,28 @@ impl Device {
         buf.as_mut_slice()?.copy_from_slice(values);
         Ok(buf)
     }
+
+    /// `host` mapped for the kernels to read in place (see the driver's): the emulated device's
+    /// memory is host memory, so the buffer is the vector's address, and the mapping holds the
+    /// vector. The same checks as the driver's.
+    pub fn map_host<T: DeviceCopy, H: Copy + Send + Sync + 'static>(
+        &self,
+        host: std::sync::Arc<Vec<H>>,
+    ) -> Result<crate::MappedHost<T>, GpuError> {
+        let address = host.as_ptr() as u64;
+        let len = host.len();
+        crate::mapped::check_mappable::<T, H>(address as usize, len)?;
+        Ok(crate::MappedHost {
+            buf: DeviceBuffer {
+                storage: Storage::Lent {
+                    address,
+                    _keep: Box::new(host),
+                },
+                len,
+                _marker: PhantomData,
+            },
+        })
+    }
 }
 
 fn bytes_for<T>(len: usize) -> Result<usize, GpuError> {

@@ -7,7 +7,8 @@
 //! embedded fatbins ([`Module`], [`Kernel`]) and the arguments of a launch ([`KernelArgs`]).
 //! A device buffer is an allocation of the stream's pool or a range an arena lends
 //! ([`SharedRegion::lend`]); callers that allocate scratch take a [`Workspace`] so that their
-//! caller decides which.
+//! caller decides which. A host vector can be mapped for kernels to read in place
+//! ([`MappedHost`], `Device::map_host`).
 //! Errors are one enum, [`GpuError`]: no libcuda, no device, or a failed driver call is an `Err`
 //! the caller can act on (fall back to the CPU), never a panic.
 //!
@@ -34,6 +35,8 @@ mod driver;
 pub mod emu;
 #[cfg(all(feature = "cuda", feature = "testing"))]
 pub mod fr;
+#[cfg(any(feature = "cuda", feature = "emu"))]
+mod mapped;
 #[cfg(not(any(feature = "cuda", feature = "emu")))]
 mod stub;
 #[cfg(any(feature = "cuda", feature = "emu"))]
@@ -51,6 +54,8 @@ pub use driver::{
 pub use emu::{
     Device, DeviceBuffer, Event, Kernel, Module, PinnedBuffer, PinnedBytes, SharedRegion, Stream,
 };
+#[cfg(any(feature = "cuda", feature = "emu"))]
+pub use mapped::MappedHost;
 #[cfg(not(any(feature = "cuda", feature = "emu")))]
 pub use stub::Device;
 #[cfg(any(feature = "cuda", feature = "emu"))]

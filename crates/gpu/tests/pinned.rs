@@ -105,3 +105,43 @@ fn pinned_copies_reject_bad_ranges() {
     assert!(none.is_empty() && none.bytes().is_empty());
     host.wait_for_copies().unwrap();
 }
+
+/// A host vector mapped for the device is read in place: a device copy out of the mapping gives
+/// the vector's values; a second mapping of the same vector (another worker or device) shares
+/// the registration, and once both drop the vector can be registered again; the mapping holds
+/// the vector; a misaligned or empty one is refused.
+#[test]
+fn mapped_host_memory_is_read_in_place() {
+    let Some(device) = cuzk_gpu::device_for_tests() else {
+        return;
+    };
+    let stream = device.new_stream().unwrap();
+    let host = std::sync::Arc::new(pattern(1 << 20, 3));
+    let first = device.map_host::<u64, u64>(host.clone()).unwrap();
+    let second = device.map_host::<u64, u64>(host.clone()).unwrap();
+    assert_eq!(
+        std::sync::Arc::strong_count(&host),
+        3,
+        "each mapping holds it"
+    );
+    let mut copy = stream.alloc::<u64>(host.len()).unwrap();
+    stream.copy_device(&first, &mut copy).unwrap();
+    assert_eq!(stream.download(&copy).unwrap(), *host);
+    drop(first);
+    stream.copy_device(&second, &mut copy).unwrap();
+    assert_eq!(stream.download(&copy).unwrap(), *host);
+    drop(second);
+    assert_eq!(std::sync::Arc::strong_count(&host), 1);
+    let again = device.map_host::<u64, u64>(host.clone()).unwrap();
+    assert_eq!(again.len(), host.len());
+    drop(again);
+    let empty = std::sync::Arc::new(Vec::<u64>::new());
+    assert!(matches!(
+        device.map_host::<u64, u64>(empty),
+        Err(GpuError::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        device.map_host::<u64, u32>(std::sync::Arc::new(vec![1u32; 8])),
+        Err(GpuError::InvalidArgument(_))
+    ));
+}

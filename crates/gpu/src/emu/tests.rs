@@ -113,3 +113,24 @@ fn kernels_are_found_by_name() {
     assert!(module.kernel("msm_digits").is_ok());
     assert!(module.kernel("no_such_kernel").is_err());
 }
+
+#[test]
+fn a_mapped_vector_is_read_in_place_and_held() {
+    let device = Device::open(0).unwrap();
+    let stream = device.new_stream().unwrap();
+    let host = std::sync::Arc::new((0..64u64).collect::<Vec<_>>());
+    let mapped = device.map_host::<u64, u64>(host.clone()).unwrap();
+    assert_eq!(std::sync::Arc::strong_count(&host), 2);
+    assert_eq!(mapped.address(), host.as_ptr() as u64, "no copy");
+    assert_eq!(stream.download(&mapped).unwrap(), *host);
+    drop(mapped);
+    assert_eq!(std::sync::Arc::strong_count(&host), 1);
+    assert!(matches!(
+        device.map_host::<u64, u64>(std::sync::Arc::new(Vec::new())),
+        Err(GpuError::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        device.map_host::<u64, u32>(std::sync::Arc::new(vec![7u32; 4])),
+        Err(GpuError::InvalidArgument(_))
+    ));
+}
