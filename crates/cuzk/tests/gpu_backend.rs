@@ -6,12 +6,13 @@
 #![cfg(feature = "cuda")]
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use cuzk::circuits::{PorepShaped, SquaringChain, UnusedVariables, WithInputs};
 use cuzk::field::Scalar;
 use cuzk::groth16::{generate_random_parameters, prepare_verifying_key, verify_proof, Parameters};
 use cuzk::pipeline::gpu::{GpuBackend, GpuConfig, PolicyKind};
-use cuzk::pipeline::{Backend, CpuBackend, Prover, ProverConfig};
+use cuzk::pipeline::{Backend, CpuBackend, PartitionTiming, Prover, ProverConfig, Stage};
 use cuzk::{Circuit, ConstraintSystem, SynthesisError};
 use ff::Field;
 use proptest::prelude::*;
@@ -82,12 +83,23 @@ fn one_proof<B: Backend, C: Circuit<Scalar>>(
     r: Scalar,
     s: Scalar,
 ) -> Vec<u8> {
+    timed_proof(prover, params, circuit, r, s).0
+}
+
+/// [`one_proof`] with the partition's stage times.
+fn timed_proof<B: Backend, C: Circuit<Scalar>>(
+    prover: &Prover<B>,
+    params: &Parameters,
+    circuit: C,
+    r: Scalar,
+    s: Scalar,
+) -> (Vec<u8>, PartitionTiming) {
     let assignment = cuzk_groth16::synthesize(circuit).unwrap();
-    let (proof, _) = prover
+    let (proof, timing) = prover
         .prove_batch(params, vec![assignment], &[r], &[s], 0)
         .unwrap()
         .remove(0);
-    proof.to_bytes().to_vec()
+    (proof.to_bytes().to_vec(), timing)
 }
 
 #[test]
@@ -540,10 +552,65 @@ fn residency_leaves_room_for_a_partition() {
         resident + tables + bound <= capacity,
         "{resident} + {tables} + {bound} > {capacity}"
     );
+    assert!(prover.backend().mapped_bytes() > 0, "the others are mapped");
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
     let cpu = Prover::new(CpuBackend, ProverConfig::default());
+    let (gpu_proof, timing) = timed_proof(&prover, &params, c.clone(), r, s);
+    assert_eq!(gpu_proof, one_proof(&cpu, &params, c, r, s));
     assert_eq!(
-        one_proof(&prover, &params, c.clone(), r, s),
-        one_proof(&cpu, &params, c, r, s)
+        timing.get(Stage::PrepMsm),
+        Duration::ZERO,
+        "no query gathered on the host"
     );
+}
+
+/// Queries that do not fit on the device are read in place from host memory: with no room for
+/// resident bases at all, preloading maps L, A, B₁ and B₂, every query is still split,
+/// batch-added and summed on the device (no host gathering), and the proofs are the CPU's (the
+/// PoRep-shaped circuit) and bellperson's (the golden cases) bytes.
+#[test]
+fn queries_that_do_not_fit_are_read_in_place() {
+    let Some(device) = cuzk_gpu::device_for_tests() else {
+        return;
+    };
+    let none_resident = GpuConfig {
+        resident_budget: Some(0),
+        ..config()
+    };
+    let prover = Prover::new(
+        GpuBackend::on_device(&device, 0, none_resident).unwrap(),
+        ProverConfig::default(),
+    );
+    let c = PorepShaped::new(if cuzk_gpu::EMULATED { 9 } else { 16 }, 5);
+    let mut rng = rng(43);
+    let params = Arc::new(generate_random_parameters(c.clone(), &mut rng).unwrap());
+    assert_eq!(
+        prover.backend().preload(&params).unwrap(),
+        0,
+        "nothing fits"
+    );
+    let tail_bytes = [&params.l, &params.a, &params.b_g1]
+        .iter()
+        .map(|q| std::mem::size_of_val(q.as_slice()))
+        .sum::<usize>()
+        + std::mem::size_of_val(params.b_g2.as_slice());
+    assert_eq!(prover.backend().mapped_bytes(), tail_bytes as u64);
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let cpu = Prover::new(CpuBackend, ProverConfig::default());
+    let (gpu_proof, timing) = timed_proof(&prover, &params, c.clone(), r, s);
+    assert_eq!(gpu_proof, one_proof(&cpu, &params, c, r, s));
+    assert_eq!(timing.get(Stage::PrepMsm), Duration::ZERO);
+    assert!(prover.backend().evict(&params));
+    assert_eq!(prover.backend().mapped_bytes(), 0);
+
+    let dir = cuzk::golden::default_dir();
+    for case in &cuzk::golden::load(&dir).unwrap().cases {
+        let (circuit, params, r, s) = cuzk::golden::case_inputs(&dir, case).unwrap();
+        let params = Arc::new(params);
+        prover.backend().preload(&params).unwrap();
+        let (proof, timing) = timed_proof(&prover, &params, circuit, r, s);
+        assert!(prover.backend().evict(&params));
+        assert_eq!(hex::encode(proof), case.proof, "{}: mapped", case.name);
+        assert_eq!(timing.get(Stage::PrepMsm), Duration::ZERO, "{}", case.name);
+    }
 }

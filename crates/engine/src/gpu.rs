@@ -16,6 +16,9 @@
 //! naming the device; with a CPU fallback configured the partition is proven again on the CPU
 //! instead. That keeps a copy of the partition's witness in host memory while it proves on the
 //! device (the prover consumes its input), so the fallback is off by default.
+//!
+//! Status reports each device's memory and its arena's free bytes (what new work can still
+//! take).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -87,7 +90,13 @@ impl GpuProofBackend {
             .unwrap_or_else(PoisonError::into_inner);
         let bytes = self.gpu().preload(params)?;
         if bytes > 0 {
-            tracing::info!(device = %self.gpu().device(), bytes, "parameters made resident");
+            let mapped = self.gpu().mapped_bytes();
+            tracing::info!(
+                device = %self.gpu().device(),
+                bytes,
+                mapped,
+                "parameters made resident (mapped: read in place from host memory)"
+            );
         }
         Ok(())
     }

@@ -13,15 +13,18 @@
 //!   the device once and serve every later proof of that circuit (`msm_h` over `h`, the batch
 //!   additions over L, A, B₁, B₂). Bases that are not resident stream from host memory, each
 //!   chunk's copy overlapping the work on the one before.
-//! - The queries over the values (L, A, B₁ and B₂, `query_sums`) whose bases are resident run on
+//! - The queries over the values (L, A, B₁ and B₂, `query_sums`) of preloaded parameters run on
 //!   the device from split to sum: the values (input ‖ aux) go up once per partition through the
 //!   pinned staging buffers, then one query after the other is split there (cuzk-msm's
 //!   `GpuMsm::split_in`: the ones' and others' base indices and the others' scalars, in device
 //!   buffers of the reservation), its ones batch-added over those indices, and its tail MSM run
-//!   with each chunk's bases gathered from the resident ones (`Bases::Gathered`), before the
-//!   split is freed. Queries whose bases are not resident take the host path: split and gathered
-//!   on the host, the tail MSMs streamed to the device, the batch additions on the host, which
-//!   sums them as fast as they could be copied.
+//!   with each chunk's bases gathered from the query's bases (`Bases::Gathered`), before the
+//!   split is freed. The query's bases are resident, or, where they did not fit, its host vector
+//!   mapped for the device to read in place (`Device::map_host`: page-locked, no copy): the
+//!   batch addition and the gathers then read exactly the points whose scalar is not zero over
+//!   the link, and the host does nothing but wait. Only parameters that were never preloaded
+//!   take the host path (split and gathered on the host, the batch additions on the host, the
+//!   tail MSMs streamed).
 //!
 //! - Each device operation runs between two CUDA events on the worker's stream, and the
 //!   device's time between them is added to the stage span's `gpu_ns` (cuzk-telemetry), so the
@@ -50,7 +53,7 @@ use std::sync::{Arc, Mutex};
 
 use cuzk_field::layout::{scalars_as_limbs, FrLimbs, G1AffineLimbs, G2AffineLimbs};
 use cuzk_field::{Domain, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk_gpu::{alloc_in, Device, DeviceBuffer, GpuError, PinnedBuffer, Stream};
+use cuzk_gpu::{alloc_in, Device, DeviceBuffer, GpuError, MappedHost, PinnedBuffer, Stream};
 use cuzk_groth16::Parameters;
 use cuzk_msm::gpu::{Bases, GpuCurve, GpuMsm, GpuMsmError, ScalarForm, Scalars};
 use cuzk_msm::{Selection, G1, G2};
@@ -157,11 +160,34 @@ fn on(device: &str) -> impl Fn(GpuBackendError) -> PipelineError + '_ {
     }
 }
 
-/// One query's bases on the device.
+/// One query's bases as the device reads them: copied into its memory (resident), or the host
+/// slice itself mapped for the kernels to read over the link (`mapped`, for queries that do not
+/// fit: see [`GpuBackend::preload`]).
 struct QueryBases<L> {
-    /// Address and length of the host slice the bases were copied from.
+    /// Address and length of the host slice the bases were copied from (or are mapped from).
     host: (usize, usize),
-    bases: DeviceBuffer<L>,
+    bases: BasesMemory<L>,
+}
+
+/// Where a query's bases are for the device.
+enum BasesMemory<L> {
+    /// Copied into a resident region of the arena.
+    Resident(DeviceBuffer<L>),
+    /// The host vector, mapped.
+    Mapped(MappedHost<L>),
+}
+
+impl<L> BasesMemory<L> {
+    fn buffer(&self) -> &DeviceBuffer<L> {
+        match self {
+            BasesMemory::Resident(b) => b,
+            BasesMemory::Mapped(m) => m,
+        }
+    }
+
+    fn is_mapped(&self) -> bool {
+        matches!(self, BasesMemory::Mapped(_))
+    }
 }
 
 impl<L> QueryBases<L> {
@@ -170,17 +196,21 @@ impl<L> QueryBases<L> {
     }
 }
 
-/// One preloaded parameter set: the host parameters (held, so their memory stays put) and the
-/// queries that fitted on the device.
+/// One preloaded parameter set: the host parameters (held, so their memory stays put and
+/// unchanged while mapped), the queries that fitted on the device and those mapped from host
+/// memory.
 struct Resident {
     params: Arc<Parameters>,
     g1: Vec<QueryBases<G1AffineLimbs>>,
     g2: Vec<QueryBases<G2AffineLimbs>>,
+    /// Device bytes of the resident queries.
     bytes: u64,
+    /// Host bytes of the mapped queries.
+    mapped_bytes: u64,
 }
 
-/// A query's resident bases: G1 (L, A or B₁) and, for B, B₂; each the set that holds it and the
-/// query's index there (the set's `Arc` keeps the buffer alive).
+/// A query's bases on the device, resident or mapped: G1 (L, A or B₁) and, for B, B₂; each the
+/// set that holds it and the query's index there (the set's `Arc` keeps the buffer alive).
 struct ResidentQuery {
     g1: (Arc<Resident>, usize),
     g2: Option<(Arc<Resident>, usize)>,
@@ -188,11 +218,11 @@ struct ResidentQuery {
 
 impl ResidentQuery {
     fn g1(&self) -> &DeviceBuffer<G1AffineLimbs> {
-        &self.g1.0.g1[self.g1.1].bases
+        self.g1.0.g1[self.g1.1].bases.buffer()
     }
 
     fn g2(&self) -> Option<&DeviceBuffer<G2AffineLimbs>> {
-        self.g2.as_ref().map(|(set, i)| &set.g2[*i].bases)
+        self.g2.as_ref().map(|(set, i)| set.g2[*i].bases.buffer())
     }
 }
 
@@ -367,9 +397,12 @@ impl GpuBackend {
     /// these parameters read them there. Each query is a named resident region of the device's
     /// arena, so partitions' reservations see the room it takes. Residency never takes the room
     /// one partition of these parameters needs ([`GpuBackend::partition_bound`]) and the NTT's
-    /// tables ([`GpuBackend::ntt_table_bytes`]): on a card too small for both, the queries that
-    /// do not fit stream from host memory instead of every partition being refused. Returns the bytes made resident (0 when they already were).
-    /// Holds `params` until [`GpuBackend::evict`].
+    /// tables ([`GpuBackend::ntt_table_bytes`]): on a card too small for both, the queries over
+    /// the values that do not fit (L, A, B₁, B₂) are mapped from host memory for the device to
+    /// read in place ([`GpuBackend::mapped_bytes`]; pinning their pages takes a few seconds per
+    /// ten gigabytes, once), and `h` streams, instead of every partition being refused. Returns
+    /// the bytes made resident (0 when they already were). Holds `params` until
+    /// [`GpuBackend::evict`], which unmaps them too.
     pub fn preload(&self, params: &Arc<Parameters>) -> Result<u64, PipelineError> {
         if self.find(params).is_some() {
             return Ok(0);
@@ -406,7 +439,7 @@ impl GpuBackend {
             };
             g1.push(QueryBases {
                 host: (query.as_ptr() as usize, query.len()),
-                bases,
+                bases: BasesMemory::Resident(bases),
             });
             room -= need;
             bytes += need;
@@ -418,7 +451,7 @@ impl GpuBackend {
             if let Some(bases) = self.resident_region(stream, &name, limbs)? {
                 g2.push(QueryBases {
                     host: (params.b_g2.as_ptr() as usize, params.b_g2.len()),
-                    bases,
+                    bases: BasesMemory::Resident(bases),
                 });
                 bytes += need;
             }
@@ -427,13 +460,63 @@ impl GpuBackend {
             .synchronize()
             .map_err(GpuBackendError::gpu("uploading bases"))
             .map_err(on(&self.name))?;
+        // The queries over the values that did not fit are mapped: their split, batch addition
+        // and tail MSM still run on the device, reading the points they need over the link.
+        let mut mapped_bytes = 0;
+        for query in [&params.l, &params.a, &params.b_g1] {
+            if query.is_empty() || g1.iter().any(|q| q.is(query.as_slice())) {
+                continue;
+            }
+            if let Some(bases) = self.mapped::<G1AffineLimbs, _>(query) {
+                mapped_bytes += bases.bases.buffer().size_bytes() as u64;
+                g1.push(bases);
+            }
+        }
+        if !params.b_g2.is_empty() && !g2.iter().any(|q| q.is(params.b_g2.as_slice())) {
+            if let Some(bases) = self.mapped::<G2AffineLimbs, _>(&params.b_g2) {
+                mapped_bytes += bases.bases.buffer().size_bytes() as u64;
+                g2.push(bases);
+            }
+        }
         self.lock().push(Arc::new(Resident {
             params: params.clone(),
             g1,
             g2,
             bytes,
+            mapped_bytes,
         }));
         Ok(bytes)
+    }
+
+    /// A query's host vector mapped for the device to read in place (its bases in the device
+    /// layout `L`), or `None` where the driver refuses: the query then takes the host path,
+    /// slower but with the same sums, and the refusal is logged.
+    fn mapped<L: cuzk_gpu::DeviceCopy, A: Copy + Send + Sync + 'static>(
+        &self,
+        query: &Arc<Vec<A>>,
+    ) -> Option<QueryBases<L>> {
+        match self.gpu().map_host::<L, A>(query.clone()) {
+            Ok(bases) => Some(QueryBases {
+                host: (query.as_ptr() as usize, query.len()),
+                bases: BasesMemory::Mapped(bases),
+            }),
+            Err(e) => {
+                tracing::warn!(
+                    device = %self.name,
+                    error = %e,
+                    bytes = std::mem::size_of_val(query.as_slice()),
+                    "a query that is not resident could not be mapped: it is split and \
+                     batch-added on the host"
+                );
+                None
+            }
+        }
+    }
+
+    /// Host bytes of parameters mapped for the device to read in place (the queries over the
+    /// values that did not fit on it).
+    pub fn mapped_bytes(&self) -> u64 {
+        self.resident_sets().iter().map(|r| r.mapped_bytes).sum()
     }
 
     /// `limbs` copied (on `stream`) into a resident region of the arena called `name`, or `None`
@@ -493,18 +576,22 @@ impl GpuBackend {
             .cloned()
     }
 
-    /// The resident set holding a G1 query copied from `host`, if any. The set's `Arc` keeps
-    /// the buffer alive while the caller uses it.
-    fn resident_g1(&self, host: &[G1Affine]) -> Option<(Arc<Resident>, usize)> {
-        self.lock()
-            .iter()
-            .find_map(|r| r.g1.iter().position(|q| q.is(host)).map(|i| (r.clone(), i)))
+    /// The resident set holding a G1 query copied from `host` (or, with `mapped`, also one
+    /// mapped from it), if any. The set's `Arc` keeps the buffer alive while the caller uses it.
+    fn resident_g1(&self, host: &[G1Affine], mapped: bool) -> Option<(Arc<Resident>, usize)> {
+        self.lock().iter().find_map(|r| {
+            r.g1.iter()
+                .position(|q| q.is(host) && (mapped || !q.bases.is_mapped()))
+                .map(|i| (r.clone(), i))
+        })
     }
 
-    fn resident_g2(&self, host: &[G2Affine]) -> Option<(Arc<Resident>, usize)> {
-        self.lock()
-            .iter()
-            .find_map(|r| r.g2.iter().position(|q| q.is(host)).map(|i| (r.clone(), i)))
+    fn resident_g2(&self, host: &[G2Affine], mapped: bool) -> Option<(Arc<Resident>, usize)> {
+        self.lock().iter().find_map(|r| {
+            r.g2.iter()
+                .position(|q| q.is(host) && (mapped || !q.bases.is_mapped()))
+                .map(|i| (r.clone(), i))
+        })
     }
 
     /// Copies `host` into `dst` from element `offset` on `stream` through the pinned staging
@@ -554,9 +641,9 @@ impl GpuBackend {
             Query::A => &params.a,
             Query::B => &params.b_g1,
         };
-        let g1 = self.resident_g1(g1)?;
+        let g1 = self.resident_g1(g1, true)?;
         let g2 = match query {
-            Query::B => Some(self.resident_g2(&params.b_g2)?),
+            Query::B => Some(self.resident_g2(&params.b_g2, true)?),
             _ => None,
         };
         Some(ResidentQuery { g1, g2 })
@@ -587,7 +674,7 @@ impl GpuBackend {
         Ok(values)
     }
 
-    /// One query on the device, its bases resident: split from the `values` on the device
+    /// One query on the device, its bases resident or mapped: split from the `values` on the device
     /// (`split_vectors`; its others' bases are gathered chunk by chunk inside the tail MSM, so
     /// `prep_msm` takes no time here), the ones batch-added over the split's indices
     /// (`batch_add`), the tail MSM over the others (`tail_msm`); the split is freed before the
@@ -854,8 +941,9 @@ impl Backend for GpuBackend {
         }))
     }
 
-    /// The queries whose bases are resident are split on the device, from the values uploaded
-    /// once ([`GpuBackend::device_query`]); the others take the host path.
+    /// The queries whose bases are resident or mapped are split on the device, from the values
+    /// uploaded once ([`GpuBackend::device_query`]); those of parameters never preloaded take
+    /// the host path.
     fn query_sums(
         &self,
         params: &Parameters,
@@ -910,8 +998,10 @@ impl Backend for GpuBackend {
         h: DeviceBuffer<FrLimbs>,
     ) -> Result<G1Projective, PipelineError> {
         let scalars = Scalars::Device(&h, ScalarForm::Montgomery);
-        match self.resident_g1(bases) {
-            Some((set, i)) => self.msm::<G1>(Bases::Device(&set.g1[i].bases), scalars, h.len()),
+        match self.resident_g1(bases, false) {
+            Some((set, i)) => {
+                self.msm::<G1>(Bases::Device(set.g1[i].bases.buffer()), scalars, h.len())
+            }
             None => self.msm::<G1>(Bases::Host(bases), scalars, h.len()),
         }
     }
@@ -937,9 +1027,9 @@ impl Backend for GpuBackend {
         bases: &[G1Affine],
         indices: &[u32],
     ) -> Result<G1Projective, PipelineError> {
-        match self.resident_g1(bases) {
+        match self.resident_g1(bases, false) {
             Some((set, i)) if !indices.is_empty() => {
-                self.batch_add::<G1>(&set.g1[i].bases, indices)
+                self.batch_add::<G1>(set.g1[i].bases.buffer(), indices)
             }
             _ => Ok(cuzk_msm::batch_add::<G1>(
                 bases,
@@ -953,9 +1043,9 @@ impl Backend for GpuBackend {
         bases: &[G2Affine],
         indices: &[u32],
     ) -> Result<G2Projective, PipelineError> {
-        match self.resident_g2(bases) {
+        match self.resident_g2(bases, false) {
             Some((set, i)) if !indices.is_empty() => {
-                self.batch_add::<G2>(&set.g2[i].bases, indices)
+                self.batch_add::<G2>(set.g2[i].bases.buffer(), indices)
             }
             _ => Ok(cuzk_msm::batch_add::<G2>(
                 bases,
