@@ -22,6 +22,11 @@ fn check<C: Circuit<Scalar> + Clone>(circuit: C) {
         .synthesize(circuit.clone())
         .expect("pre-compiled synthesis");
     assert_eq!(got, full);
+    // a, b, c have room for the evaluation domain: the prover pads them without reallocating.
+    let domain = got.a.len().next_power_of_two();
+    for v in [&got.a, &got.b, &got.c] {
+        assert!(v.capacity() >= domain, "{} of {domain}", v.capacity());
+    }
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.pce");
