@@ -1,6 +1,7 @@
 //! `--backend cpu|gpu|auto`: which backend `cuzk bench` proves on.
 
-use std::sync::Arc;
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
 
 #[cfg(not(feature = "cuda"))]
 use anyhow::bail;
@@ -116,22 +117,27 @@ impl Chosen {
                 let bytes = gpus[0]
                     .preload(params)
                     .context("making the parameters resident")?;
+                let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
                 Ok(Some(format!(
-                    "parameters resident: {:.1} MiB in {:.3} s",
-                    bytes as f64 / (1u64 << 20) as f64,
+                    "parameters resident: {:.1} MiB, mapped from host memory: {:.1} MiB, in \
+                     {:.3} s",
+                    mib(bytes),
+                    mib(gpus[0].mapped_bytes()),
                     start.elapsed().as_secs_f64()
                 )))
             }
         }
     }
 
-    /// Proves the partitions of one job, spread over the workers (worker `w` takes partitions
-    /// `w`, `w + workers`, ...), and returns them in partition order.
-    pub fn prove_batch(
+    /// Proves the partitions `partitions` yields (index, assignment) as they come, each taken
+    /// by the next idle worker, and returns them in partition order (`r`, `s` and the result
+    /// are indexed by partition). The sender side decides how far ahead of the provers it
+    /// synthesises (a bounded channel), which bounds the host memory of partitions in flight.
+    pub fn prove_stream(
         &self,
         config: ProverConfig,
         params: &Parameters,
-        assignments: Vec<ProvingAssignment>,
+        partitions: Receiver<(usize, ProvingAssignment)>,
         r: &[Scalar],
         s: &[Scalar],
     ) -> anyhow::Result<Vec<(Proof, PartitionTiming)>> {
@@ -140,7 +146,7 @@ impl Chosen {
                 let provers: Vec<_> = (0..(*workers).max(1))
                     .map(|_| Prover::new(CpuBackend, config.clone()))
                     .collect();
-                on_workers(&provers, params, assignments, r, s)
+                on_workers(&provers, params, partitions, r, s)
             }
             #[cfg(feature = "cuda")]
             Chosen::Gpu(gpus) => {
@@ -148,44 +154,59 @@ impl Chosen {
                     .iter()
                     .map(|g| Prover::new(g, config.clone()))
                     .collect();
-                on_workers(&provers, params, assignments, r, s)
+                on_workers(&provers, params, partitions, r, s)
+            }
+        }
+    }
+
+    /// The device memory the GPU backend's arena has held at most (resident parameters and
+    /// partitions' buffers), and its size; `None` on the CPU.
+    pub fn peak_vram(&self) -> Option<(u64, u64)> {
+        match self {
+            Chosen::Cpu(_) => None,
+            #[cfg(feature = "cuda")]
+            Chosen::Gpu(gpus) => {
+                let stats = gpus[0].arena().stats();
+                Some((stats.peak_in_use, stats.capacity))
             }
         }
     }
 }
 
-/// Each worker proves its share of the partitions on a thread of its own.
+/// Each worker proves on a thread of its own, taking the next partition from `partitions`
+/// whenever it is idle, until the sender hangs up.
 fn on_workers<B: Backend>(
     provers: &[Prover<B>],
     params: &Parameters,
-    assignments: Vec<ProvingAssignment>,
+    partitions: Receiver<(usize, ProvingAssignment)>,
     r: &[Scalar],
     s: &[Scalar],
 ) -> anyhow::Result<Vec<(Proof, PartitionTiming)>> {
-    let workers = provers.len();
-    let mut shares: Vec<Vec<(usize, ProvingAssignment)>> =
-        (0..workers).map(|_| Vec::new()).collect();
-    for (k, a) in assignments.into_iter().enumerate() {
-        shares[k % workers].push((k, a));
-    }
+    let partitions = Mutex::new(partitions);
     let mut out: Vec<Option<(Proof, PartitionTiming)>> = (0..r.len()).map(|_| None).collect();
     std::thread::scope(|scope| -> anyhow::Result<()> {
         let handles: Vec<_> = provers
             .iter()
-            .zip(shares)
             .enumerate()
-            .map(|(w, (prover, share))| {
-                scope.spawn(move || {
-                    share
-                        .into_iter()
-                        .map(|(k, a)| {
-                            let ctx = JobContext {
-                                job: 0,
-                                worker: w as u64,
-                            };
-                            prover.prove(params, a, r[k], s[k], ctx, k).map(|p| (k, p))
-                        })
-                        .collect::<Result<Vec<_>, _>>()
+            .map(|(w, prover)| {
+                let partitions = &partitions;
+                scope.spawn(move || -> anyhow::Result<Vec<_>> {
+                    let mut done = Vec::new();
+                    loop {
+                        // One worker waits on the channel at a time; the others wait for it.
+                        let next = partitions.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                        let Ok((k, a)) = next else {
+                            return Ok(done);
+                        };
+                        let (Some(&rk), Some(&sk)) = (r.get(k), s.get(k)) else {
+                            anyhow::bail!("partition {k} has no r, s");
+                        };
+                        let ctx = JobContext {
+                            job: 0,
+                            worker: w as u64,
+                        };
+                        done.push((k, prover.prove(params, a, rk, sk, ctx, k)?));
+                    }
                 })
             })
             .collect();

@@ -1,13 +1,15 @@
 //! The `cuzk` command line.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
 use cuzk::circuits::PorepShaped;
 use cuzk::field::Scalar;
 use cuzk::pipeline::{PartitionTiming, ProverConfig, Stage};
-use cuzk_groth16::{generate_random_parameters, prepare_verifying_key, verify_proofs_batch};
+use cuzk_groth16::{
+    generate_random_parameters, prepare_verifying_key, verify_proofs_batch, ProvingAssignment,
+};
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
@@ -109,6 +111,15 @@ struct BenchArgs {
     /// lock) or `budget` (any whose memory fits).
     #[arg(long, value_enum, default_value_t = backend::PolicyChoice::Budget)]
     policy: backend::PolicyChoice,
+    /// Synthesised partitions that may wait for a worker while the next one synthesises: the
+    /// bound on the host memory of partitions in flight (a 2^27 partition's vectors are about
+    /// 17 GiB).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    in_flight: u64,
+    /// Synthesise every partition before the proving starts (host memory for all of them): the
+    /// `prove` line is then the provers' own throughput, with nothing to wait for.
+    #[arg(long, conflicts_with = "in_flight")]
+    synthesis_first: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -186,34 +197,33 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     } else {
         None
     };
-    let start = Instant::now();
-    let assignments = match &pre_compiled {
-        Some(pc) => circuits
-            .into_iter()
-            .map(|c| pc.synthesize(c))
-            .collect::<Result<Vec<_>, _>>()
-            .context("pre-compiled synthesis")?,
-        None => circuits
-            .into_iter()
-            .map(cuzk_groth16::synthesize)
-            .collect::<Result<Vec<_>, _>>()
-            .context("synthesis")?,
+    let synthesize = |c: PorepShaped| -> anyhow::Result<(ProvingAssignment, Duration)> {
+        let start = Instant::now();
+        let assignment = match &pre_compiled {
+            Some(pc) => pc.synthesize(c).context("pre-compiled synthesis")?,
+            None => cuzk_groth16::synthesize(c).context("synthesis")?,
+        };
+        Ok((assignment, start.elapsed()))
     };
-    let synth = start.elapsed();
-    println!(
-        "synthesis{}: {:.3} s ({} constraints, {} private variables per partition)",
-        if args.pce { " (pre-compiled)" } else { "" },
-        synth.as_secs_f64(),
-        assignments[0].num_constraints(),
-        assignments[0].aux.len()
-    );
 
+    // The first partition alone: the timing parameters take their counts from it. The wall
+    // time of the proof starts here.
+    let wall = Instant::now();
+    let mut circuits = circuits.into_iter();
+    let first = circuits.next().expect("at least one partition");
+    let (first, first_synth) = synthesize(first)?;
+    println!(
+        "synthesis{} of partition 0: {:.3} s ({} constraints, {} private variables per partition)",
+        if args.pce { " (pre-compiled)" } else { "" },
+        first_synth.as_secs_f64(),
+        first.num_constraints(),
+        first.aux.len()
+    );
     let params = match setup {
         Some(params) => params,
         None => {
             let start = Instant::now();
-            let params =
-                cuzk_groth16::timing_parameters(&assignments[0]).context("timing parameters")?;
+            let params = cuzk_groth16::timing_parameters(&first).context("timing parameters")?;
             println!(
                 "parameters for timing only (multiples of the generators; the proofs will not \
                  verify): {:.3} s",
@@ -222,7 +232,6 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
             params
         }
     };
-
     // The pre-compiled path has already checked a·b = c for every constraint.
     let config = ProverConfig {
         check_satisfied: !args.pce,
@@ -231,19 +240,97 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     if let Some(report) = backend.preload(&params)? {
         println!("{report}");
     }
-    let start = Instant::now();
-    let results = backend
-        .prove_batch(config, &params, assignments, &r, &s)
-        .context("proving")?;
+    let setup_done = wall.elapsed();
+
+    // Partition k + 1 synthesises on its own thread while the workers prove; at most
+    // `--in-flight` finished partitions wait for a worker (their memory is the bound). With
+    // `--synthesis-first`, every partition is synthesised before the proving starts.
+    let in_flight = args.in_flight as usize;
+    // Every partition fits in the channel before a worker takes one when they all go first.
+    let waiting = if args.synthesis_first {
+        partitions
+    } else {
+        in_flight - 1
+    };
+    let (tx, rx) = std::sync::mpsc::sync_channel(waiting);
+    let produce = move || -> anyhow::Result<Vec<Duration>> {
+        let mut times = vec![first_synth];
+        // A send fails only when every worker has stopped (an error they report).
+        if tx.send((0, first)).is_err() {
+            return Ok(times);
+        }
+        for (k, circuit) in circuits.enumerate() {
+            let (assignment, took) = synthesize(circuit)?;
+            times.push(took);
+            if tx.send((k + 1, assignment)).is_err() {
+                break;
+            }
+        }
+        Ok(times)
+    };
+    let (start, results, synth) = if args.synthesis_first {
+        let synth = produce()?;
+        let start = Instant::now();
+        (
+            start,
+            backend.prove_stream(config, &params, rx, &r, &s),
+            synth,
+        )
+    } else {
+        let start = Instant::now();
+        let (results, synth) = std::thread::scope(|scope| {
+            let producer = scope.spawn(produce);
+            let results = backend.prove_stream(config, &params, rx, &r, &s);
+            let synth = producer
+                .join()
+                .map_err(|_| anyhow::anyhow!("the synthesis thread panicked"))?;
+            anyhow::Ok((results, synth?))
+        })?;
+        (start, results, synth)
+    };
+    let results = results.context("proving")?;
     let prove = start.elapsed();
+    let wall = wall.elapsed();
 
     print_table(&results.iter().map(|(_, t)| t.clone()).collect::<Vec<_>>());
+    let synth_total: Duration = synth.iter().sum();
     println!(
-        "prove: {:.3} s for {} partition(s), {:.3} s per partition",
+        "synthesis: {:.3} s per partition ({:.3} s in all; {})",
+        synth_total.as_secs_f64() / synth.len() as f64,
+        synth_total.as_secs_f64(),
+        if args.synthesis_first {
+            "every partition before the proving".to_string()
+        } else {
+            format!("after partition 0 on their own thread beside the proving, at most {in_flight} waiting")
+        }
+    );
+    println!(
+        "prove: {:.3} s for {} partition(s), {:.3} s per partition (from the first proving to \
+         the last proof)",
         prove.as_secs_f64(),
         partitions,
         prove.as_secs_f64() / partitions as f64
     );
+    println!(
+        "wall: {:.3} s for the proof of {} partition(s), synthesis included ({:.3} s before the \
+         proving: partition 0's synthesis, parameters, preload)",
+        wall.as_secs_f64(),
+        partitions,
+        setup_done.as_secs_f64()
+    );
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    match peak_rss_bytes() {
+        Some(rss) => println!("peak host memory (VmHWM): {:.2} GiB", gib(rss)),
+        None => println!("peak host memory: unknown (no /proc/self/status)"),
+    }
+    if let Some((peak, capacity)) = backend.peak_vram() {
+        println!(
+            "peak VRAM: {:.2} GiB in use of the {:.2} GiB arena (resident parameters and \
+             partitions' buffers)",
+            gib(peak),
+            gib(capacity)
+        );
+    }
 
     let timeline = telemetry.snapshot();
     for line in timeline.partition_summaries() {
@@ -279,6 +366,14 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         bail!("the proofs do not verify");
     }
     Ok(())
+}
+
+/// The process's peak resident memory (`VmHWM`), where the kernel reports it.
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// The bench circuit's pre-compiled form: loaded from the cache folder, or recorded into it.
