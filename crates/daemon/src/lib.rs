@@ -12,6 +12,13 @@
 //!   `cuda`).
 //! - [`client`], [`requests`]: connecting, and requests from `cuzk prove`'s job files.
 //!
+//! The proto is Curio's contract (`docs/wire.md` of the project) with additions under new
+//! numbers only: the `SYNTHETIC = 100` kind and `AwaitProofResponse`'s `started_unix_ms = 20`
+//! and `finished_unix_ms = 21`; `build.rs` compiles it with protox, so no system `protoc` is
+//! needed. Health reports serving once the engine is ready. The unix socket has mode 0660 in a
+//! 0700 data folder the daemon owns. On SIGTERM or SIGINT it stops accepting jobs, gives running
+//! ones the grace period, and journals the rest to run again.
+//!
 //! **Architecture Invariant:** only this crate (and the binary) reads configuration files or
 //! environment variables; the engine gets everything as values.
 

@@ -9,13 +9,19 @@
 //!   answers for ended ones within the retention.
 //! - [`params`]: the parameter manager (hot, warm, cold tiers, a memory budget, LRU that never
 //!   evicts parameters in use).
-//! - [`run`]: one job on one backend, every kind: Filecoin's (through cuzk-filecoin) and the
-//!   built-in [`synthetic`] circuit, whose partitions idle workers (of any device) help prove.
+//! - [`run`]: one job on one backend, every kind: Filecoin's (through cuzk-filecoin, the engine
+//!   its `PartitionProver`, with pre-compiled circuits from a `PceStore` when `pce_dir` is set)
+//!   and the built-in [`synthetic`] circuit, whose partitions idle workers (of any device) help
+//!   prove.
 //! - [`backend`]: the CPU backend, and with the `cuda` feature [`gpu`]: workers on CUDA devices
 //!   with the parameters resident in device memory.
 //!
 //! **Architecture Invariant:** the engine reads no configuration file or environment
 //! variable; everything comes in through [`EngineConfig`].
+//!
+//! Besides cuzk-pipeline, cuzk-groth16 and cuzk-telemetry it depends on cuzk-filecoin (the
+//! Filecoin kinds are jobs it runs) and cuzk-pce (pre-compiled circuits are how it may
+//! synthesise them). It has no async runtime and no network code: the daemon serves it.
 
 #![forbid(unsafe_code)]
 

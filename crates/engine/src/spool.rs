@@ -1,6 +1,6 @@
-//! Spool files: a job's large inputs (the vanilla proofs) on disk, written and synced before
-//! the job is journaled, and checked when read back. Inputs below the engine's threshold are
-//! kept in the journal row instead, in the same checked encoding.
+//! Spool files: a job's large inputs (the vanilla proofs) on disk, written, synced and renamed
+//! into place before the job is journaled, and checked when read back. Inputs below the engine's
+//! threshold are kept in the journal row instead, in the same checked encoding.
 //!
 //! Layout: the magic `CUZKSPL1`, a little-endian `u32` count of blobs, each blob as a
 //! little-endian `u64` length and its bytes (blob 0 is `vanilla_proof`, the others

@@ -5,7 +5,8 @@
 //! Reads are checked (every point on the curve and in the prime-order subgroup) or unchecked (on
 //! the curve only, much faster, for files whose integrity is known). Decoding runs in parallel.
 //! [`MappedParameters`] memory-maps a file and decodes ranges on demand, for files too large to
-//! hold decoded twice.
+//! hold decoded twice; its `to_parameters` decodes each section in blocks and releases a block's
+//! mapped pages once decoded, so loading never holds the file and its decoded points both.
 
 use std::fs::File;
 use std::io::{Read, Write};
