@@ -319,7 +319,7 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         setup_done.as_secs_f64()
     );
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
-    match peak_rss_bytes() {
+    match cuzk_telemetry::peak_rss_bytes() {
         Some(rss) => println!("peak host memory (VmHWM): {:.2} GiB", gib(rss)),
         None => println!("peak host memory: unknown (no /proc/self/status)"),
     }
@@ -366,14 +366,6 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         bail!("the proofs do not verify");
     }
     Ok(())
-}
-
-/// The process's peak resident memory (`VmHWM`), where the kernel reports it.
-fn peak_rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 /// The bench circuit's pre-compiled form: loaded from the cache folder, or recorded into it.

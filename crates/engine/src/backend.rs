@@ -63,6 +63,11 @@ pub struct DeviceMemory {
     /// What new work can still take: the free bytes of the device's arena, which resident
     /// parameters and running partitions' reservations are taken from.
     pub free_bytes: u64,
+    /// The most the arena has held at once (resident parameters and partitions' buffers).
+    pub peak_in_use_bytes: u64,
+    /// Host bytes of parameters the device reads in place (mapped: the queries that did not
+    /// fit on it).
+    pub mapped_bytes: u64,
 }
 
 /// Fresh random `r` and `s` for one partition.

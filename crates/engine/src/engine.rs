@@ -203,6 +203,8 @@ pub struct EngineStatus {
     pub failed: u64,
     /// Mean of each stage over completed jobs, in ms.
     pub mean_stage_ms: Vec<(String, f64)>,
+    /// The process's peak host memory (`VmHWM`), where the kernel reports it.
+    pub peak_rss_bytes: Option<u64>,
 }
 
 fn serialize_params<S: serde::Serializer>(p: &[ParamStatus], s: S) -> Result<S::Ok, S::Error> {
@@ -565,6 +567,7 @@ impl Engine {
             .collect();
         EngineStatus {
             uptime_seconds: uptime.as_secs(),
+            peak_rss_bytes: cuzk_telemetry::peak_rss_bytes(),
             workers,
             queues,
             pending_by_priority: state
@@ -618,6 +621,36 @@ impl Engine {
                 "cuzk_device_busy_fraction{{device=\"{}\",worker=\"{}\"}} {:.6}",
                 w.device, w.index, w.busy_fraction
             );
+        }
+        if let Some(peak) = status.peak_rss_bytes {
+            let _ = writeln!(
+                out,
+                "# HELP cuzk_peak_rss_bytes The process's peak host memory (VmHWM).\n# TYPE cuzk_peak_rss_bytes gauge\ncuzk_peak_rss_bytes {peak}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP cuzk_device_memory_bytes Each device's memory: its size, its arena's free bytes, the most its arena has held, and the host bytes of parameters it reads in place (mapped).\n# TYPE cuzk_device_memory_bytes gauge"
+        );
+        // One line set per device, from its first worker (the workers of a device share it).
+        let mut seen = std::collections::BTreeSet::new();
+        for w in &status.workers {
+            let Some(m) = w.memory else { continue };
+            if !seen.insert(w.device.clone()) {
+                continue;
+            }
+            for (what, bytes) in [
+                ("total", m.total_bytes),
+                ("free", m.free_bytes),
+                ("peak_in_use", m.peak_in_use_bytes),
+                ("mapped_host", m.mapped_bytes),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "cuzk_device_memory_bytes{{device=\"{}\",what=\"{what}\"}} {bytes}",
+                    w.device
+                );
+            }
         }
         let _ = writeln!(
             out,

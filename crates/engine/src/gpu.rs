@@ -156,9 +156,12 @@ impl ProofBackend for GpuProofBackend {
     }
 
     fn memory(&self) -> Option<DeviceMemory> {
+        let stats = self.gpu().arena().stats();
         Some(DeviceMemory {
             total_bytes: self.total_memory(),
-            free_bytes: self.gpu().arena().stats().free,
+            free_bytes: stats.free,
+            peak_in_use_bytes: stats.peak_in_use,
+            mapped_bytes: self.gpu().mapped_bytes(),
         })
     }
 }

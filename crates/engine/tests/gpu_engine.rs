@@ -166,12 +166,27 @@ fn preload_makes_parameters_resident_on_every_device_and_status_shows_their_memo
             "{} holds nothing after the preload",
             g.device()
         );
-        let free = g.memory().unwrap().free_bytes;
+        let memory = g.memory().unwrap();
+        let free = memory.free_bytes;
         assert!(
             free < before,
             "{}: free {free} not below {before}",
             g.device()
         );
+        assert!(memory.peak_in_use_bytes >= resident, "{memory:?}");
+    }
+    // The metrics show each device's memory and the process's peak host memory.
+    let metrics = e.metrics_text();
+    for g in &gpus {
+        let peak = format!(
+            "cuzk_device_memory_bytes{{device=\"{}\",what=\"peak_in_use\"}} ",
+            g.device()
+        );
+        assert!(metrics.contains(&peak), "{metrics}");
+    }
+    if cfg!(target_os = "linux") {
+        assert!(e.status().peak_rss_bytes.is_some_and(|b| b > 0));
+        assert!(metrics.contains("cuzk_peak_rss_bytes "), "{metrics}");
     }
     // Preloading again finds everything where it was.
     let resident: Vec<u64> = gpus.iter().map(|g| g.gpu().resident_bytes()).collect();

@@ -59,12 +59,14 @@
 #![warn(missing_docs)]
 
 mod chrome;
+mod memory;
 mod recorder;
 mod stage;
 mod summary;
 mod svg;
 mod timeline;
 
+pub use memory::peak_rss_bytes;
 pub use recorder::{Clock, ManualClock, MonotonicClock, Recorder, RecorderHandle};
 pub use stage::Stage;
 pub use summary::{DeviceBusy, PartitionSummary, RunSummary, StageStats};
