@@ -121,6 +121,9 @@ struct Shared {
     submit: Mutex<()>,
     started: Instant,
     telemetry: Option<RecorderHandle>,
+    /// The data folder's lock: held while the engine runs, let go once a shutdown has seen
+    /// every worker leave (else when the last reference to the engine's state drops).
+    lock: Mutex<Option<crate::lock::DataDirLock>>,
 }
 
 impl Helpers for Shared {
@@ -237,6 +240,8 @@ impl Engine {
         telemetry: Option<RecorderHandle>,
     ) -> Result<Self, EngineError> {
         std::fs::create_dir_all(&config.data_dir).map_err(EngineError::io(&config.data_dir))?;
+        // Before anything in the folder is read: one engine per journal and spool.
+        let lock = crate::lock::DataDirLock::acquire(&config.data_dir)?;
         let journal = Journal::open(&config.data_dir.join("journal.sqlite"))?;
         let spool = Spool::open(&config.data_dir.join("spool"))?;
         journal.purge(config.retention)?;
@@ -322,6 +327,7 @@ impl Engine {
             submit: Mutex::new(()),
             started: Instant::now(),
             telemetry,
+            lock: Mutex::new(Some(lock)),
         });
         let threads = backends
             .into_iter()
@@ -690,10 +696,21 @@ impl Engine {
         while threads.iter().any(|t| !t.is_finished()) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
+        let mut all_left = true;
         for t in threads.drain(..) {
             if t.is_finished() {
                 let _ = t.join();
+            } else {
+                all_left = false;
             }
+        }
+        // Nothing writes the journal or the spool any more: another engine may open them.
+        if all_left {
+            shared
+                .lock
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
         }
     }
 }

@@ -31,6 +31,7 @@ mod engine;
 pub mod gpu;
 pub mod job;
 pub mod journal;
+mod lock;
 mod metrics;
 pub mod params;
 pub mod queue;
@@ -122,6 +123,17 @@ pub enum EngineError {
     /// The journal database failed.
     #[error("journal: {0}")]
     Journal(#[source] rusqlite::Error),
+    /// Another process holds the data folder (a second daemon on the same journal and spool).
+    #[error(
+        "{dir} is in use by another cuzk engine (process {holder}): stop it, or give this one \
+         another data folder"
+    )]
+    DataDirInUse {
+        /// The data folder.
+        dir: PathBuf,
+        /// What the holder wrote in the lock file: its process id.
+        holder: String,
+    },
     /// An I/O error on `path`.
     #[error("{path}: {source}")]
     Io {

@@ -131,3 +131,27 @@ fn partitions_spread_over_idle_workers() {
     assert_eq!(out.unwrap().state, JobState::Completed);
     e.shutdown(Duration::from_secs(5));
 }
+
+/// One engine per data folder: a second one on the same folder is refused with the holder's
+/// process id, and once the first has shut down the folder opens again.
+#[test]
+fn a_data_folder_serves_one_engine_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = engine(dir.path());
+    let second = Engine::start(
+        common::config(dir.path()),
+        vec![Arc::new(CpuProofBackend::new(true)) as Arc<dyn ProofBackend>],
+        None,
+    );
+    match second {
+        Err(EngineError::DataDirInUse { dir: d, holder }) => {
+            assert_eq!(d, common::config(dir.path()).data_dir);
+            assert_eq!(holder, std::process::id().to_string());
+        }
+        Err(e) => panic!("a second engine on the folder: {e}"),
+        Ok(_) => panic!("a second engine opened the same folder"),
+    }
+    first.shutdown(Duration::from_secs(5));
+    let again = engine(dir.path());
+    again.shutdown(Duration::from_secs(5));
+}
