@@ -88,6 +88,11 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state);
 ";
 
+/// The schema's version, kept in the database's `user_version`: a journal written by a newer cuzk
+/// (a higher version) is refused rather than misread. 0, a journal from before versions were
+/// written, has this schema.
+pub const SCHEMA_VERSION: u32 = 1;
+
 fn sql_err(e: rusqlite::Error) -> EngineError {
     EngineError::Journal(e)
 }
@@ -108,7 +113,21 @@ impl Journal {
         }
         conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA busy_timeout=5000;")
             .map_err(sql_err)?;
+        let version: u32 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(sql_err)?;
+        if version > SCHEMA_VERSION {
+            return Err(EngineError::JournalVersion {
+                path: path.to_path_buf(),
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
         conn.execute_batch(SCHEMA).map_err(sql_err)?;
+        if version < SCHEMA_VERSION {
+            conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
+                .map_err(sql_err)?;
+        }
         Ok(Self { conn })
     }
 
@@ -379,5 +398,36 @@ mod tests {
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(j.purge(Duration::ZERO).unwrap(), 1);
         assert_eq!(j.load().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_journal_of_a_newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.sqlite");
+        drop(Journal::open(&path).unwrap());
+        let version = |conn: &Connection| -> u32 {
+            conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+                .unwrap()
+        };
+        let conn = Connection::open(&path).unwrap();
+        assert_eq!(version(&conn), SCHEMA_VERSION, "a new journal is stamped");
+        conn.execute_batch("PRAGMA user_version = 0").unwrap();
+        drop(conn);
+        drop(Journal::open(&path).expect("an unversioned journal opens"));
+        let conn = Connection::open(&path).unwrap();
+        assert_eq!(version(&conn), SCHEMA_VERSION, "and is stamped");
+        conn.execute_batch(&format!("PRAGMA user_version = {}", SCHEMA_VERSION + 1))
+            .unwrap();
+        drop(conn);
+        match Journal::open(&path) {
+            Err(e @ EngineError::JournalVersion { .. }) => {
+                let message = e.to_string();
+                assert!(
+                    message.contains(&(SCHEMA_VERSION + 1).to_string()),
+                    "{message}"
+                );
+            }
+            other => panic!("a newer journal opened: {:?}", other.map(|_| ())),
+        }
     }
 }

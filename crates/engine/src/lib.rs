@@ -123,6 +123,19 @@ pub enum EngineError {
     /// The journal database failed.
     #[error("journal: {0}")]
     Journal(#[source] rusqlite::Error),
+    /// The journal was written by a newer cuzk (its schema version is higher than this one's).
+    #[error(
+        "the journal {path} has schema version {found}, newer than this cuzk's {supported}: run \
+         the cuzk that wrote it, or move the data folder aside"
+    )]
+    JournalVersion {
+        /// The journal's file.
+        path: PathBuf,
+        /// Its version.
+        found: u32,
+        /// The newest this build reads.
+        supported: u32,
+    },
     /// Another process holds the data folder (a second daemon on the same journal and spool).
     #[error(
         "{dir} is in use by another cuzk engine (process {holder}): stop it, or give this one \
