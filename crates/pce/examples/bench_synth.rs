@@ -199,15 +199,9 @@ struct Child {
     peak_kib: u64,
 }
 
+/// The process's peak resident memory in KiB (0 where the kernel does not say).
 fn peak_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
+    cuzk_telemetry::peak_rss_bytes().map_or(0, |bytes| bytes / 1024)
 }
 
 /// CPU time of every thread of this process so far (`/proc/self/task/*/schedstat`, ns).

@@ -25,15 +25,9 @@ struct Run {
     peak_rss_kib: u64,
 }
 
+/// The process's peak resident memory in KiB (0 where the kernel does not say).
 fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
+    cuzk_telemetry::peak_rss_bytes().map_or(0, |bytes| bytes / 1024)
 }
 
 fn main() -> anyhow::Result<()> {
