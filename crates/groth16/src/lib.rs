@@ -32,6 +32,6 @@ pub use setup::{
     generate_parameters, generate_parameters_with, generate_random_parameters, ToxicWaste,
 };
 pub use synthesis::{synthesize, synthesize_with_capacity, Capacity, ProvingAssignment};
-pub use timing::timing_parameters;
+pub use timing::{timing_parameters, timing_parameters_for, CircuitShape};
 pub use verify::{prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey};
 pub use vk::VerifyingKey;

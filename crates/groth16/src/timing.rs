@@ -13,7 +13,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use cuzk_field::blstrs::{Fp, Fp2};
-use cuzk_field::{Domain, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_field::{Bitmap, Domain, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
 use rayon::prelude::*;
@@ -112,18 +112,44 @@ where
 /// Timing-only parameters for circuits shaped like `assignment` (its constraints, variables and
 /// densities decide every count).
 pub fn timing_parameters(assignment: &ProvingAssignment) -> Result<Parameters, Groth16Error> {
-    let domain = Domain::for_size(assignment.num_constraints()).map_err(|_| {
-        Groth16Error::DomainTooLarge {
-            log_n: assignment
-                .num_constraints()
-                .next_power_of_two()
-                .trailing_zeros(),
-        }
-    })?;
+    timing_parameters_for(&CircuitShape {
+        num_constraints: assignment.num_constraints(),
+        num_inputs: assignment.input.len(),
+        num_aux: assignment.aux.len(),
+        a_aux_density: &assignment.a_aux_density,
+        b_input_density: &assignment.b_input_density,
+        b_aux_density: &assignment.b_aux_density,
+    })
+}
+
+/// The counts and densities that decide a circuit's parameters' sizes.
+#[derive(Clone, Copy, Debug)]
+pub struct CircuitShape<'a> {
+    /// Constraints, including one per public input.
+    pub num_constraints: usize,
+    /// Public inputs, including the constant one.
+    pub num_inputs: usize,
+    /// Private variables.
+    pub num_aux: usize,
+    /// Which private variables occur in A.
+    pub a_aux_density: &'a Bitmap,
+    /// Which public inputs occur in B.
+    pub b_input_density: &'a Bitmap,
+    /// Which private variables occur in B.
+    pub b_aux_density: &'a Bitmap,
+}
+
+/// Timing-only parameters for circuits of `shape` (a pre-compiled circuit's counts, when no
+/// assignment has been made).
+pub fn timing_parameters_for(shape: &CircuitShape<'_>) -> Result<Parameters, Groth16Error> {
+    let domain =
+        Domain::for_size(shape.num_constraints).map_err(|_| Groth16Error::DomainTooLarge {
+            log_n: shape.num_constraints.next_power_of_two().trailing_zeros(),
+        })?;
     let h_len = domain.n() - 1;
-    let l_len = assignment.aux.len();
-    let a_len = assignment.input.len() + assignment.a_aux_density.count_ones();
-    let b_len = assignment.b_input_density.count_ones() + assignment.b_aux_density.count_ones();
+    let l_len = shape.num_aux;
+    let a_len = shape.num_inputs + shape.a_aux_density.count_ones();
+    let b_len = shape.b_input_density.count_ones() + shape.b_aux_density.count_ones();
     let g1 = |first: u64, len: usize| multiples::<G1Projective>(first, len);
     let g1_one = |k: u64| (G1Projective::generator() * Scalar::from(k)).to_affine();
     let g2_one = |k: u64| (G2Projective::generator() * Scalar::from(k)).to_affine();
@@ -134,7 +160,7 @@ pub fn timing_parameters(assignment: &ProvingAssignment) -> Result<Parameters, G
         gamma_g2: g2_one(5),
         delta_g1: g1_one(7),
         delta_g2: g2_one(7),
-        ic: g1(11, assignment.input.len()),
+        ic: g1(11, shape.num_inputs),
         _engine: PhantomData,
     };
     Ok(Parameters {
