@@ -1,9 +1,11 @@
 //! `cargo xtask device-pack`: one folder, `target/device/`, with everything a GPU run needs.
 //!
-//! Builds (release, `cuda` feature, in `target/cuda`) the test binaries of the GPU crates and the
-//! NTT and MSM benchmarks, copies them stripped into `target/device/`, and writes `run.sh`, which
-//! runs the tests, then the benchmarks, writing logs and results to `$OUT`. The GPU machine has no Rust
-//! toolchain; binaries built on this Debian 12 machine run there as they are. See `docs/gpu.md`.
+//! Builds (release, `cuda` feature, in `target/cuda`; kernels for sm_90 only: the lent GPUs are
+//! Hopper, and one architecture keeps the folder under the device tool's 64 MiB) the test binaries
+//! of the GPU crates and the NTT and MSM benchmarks, copies them stripped into `target/device/`,
+//! and writes `run.sh`, which runs the tests, then the benchmarks, writing logs and results to
+//! `$OUT`. The GPU machine has no Rust toolchain; binaries built on this Debian 12 machine run
+//! there as they are. See `docs/gpu.md`.
 
 use std::path::{Path, PathBuf};
 
@@ -88,6 +90,8 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     let nvcc = kernels::ensure_nvcc(sh, true)?;
     let _nvcc = sh.push_env("NVCC", &nvcc);
     let _target = sh.push_env("CARGO_TARGET_DIR", CUDA_TARGET_DIR);
+    // Hopper only (the lent H100s and H200s): each packed binary embeds its kernels once.
+    let _archs = sh.push_env(cuzk_gpu_build::ARCHS_ENV, "90");
     let packages: Vec<String> = CUDA_PACKAGES
         .iter()
         .flat_map(|p| ["-p".into(), p.to_string()])

@@ -249,8 +249,35 @@ pub fn nvcc_flags(kernels_root: &Path) -> Vec<OsString> {
 /// major the virtual architectures differ only in the PTX instructions they allow, and no
 /// kernel tests `__CUDA_ARCH__`'s value, so sm_86 and sm_89 lose nothing by compute_80's PTX.
 fn gencodes() -> Vec<String> {
+    gencodes_for(&sass_archs())
+}
+
+/// The environment variable that narrows the SASS architectures to a comma-separated list of
+/// [`SASS_ARCHS`] (`cargo xtask device-pack` sets `90`: the GPU machines are Hopper, and one
+/// architecture makes the packed binaries a fraction of the size).
+pub const ARCHS_ENV: &str = "CUZK_CUDA_ARCHS";
+
+/// [`SASS_ARCHS`], or those of them that [`ARCHS_ENV`] names.
+fn sass_archs() -> Vec<u32> {
+    let Some(list) = non_empty_env(ARCHS_ENV) else {
+        return SASS_ARCHS.to_vec();
+    };
+    let named: Vec<u32> = list
+        .to_string_lossy()
+        .split(',')
+        .filter_map(|a| a.trim().parse().ok())
+        .filter(|a| SASS_ARCHS.contains(a))
+        .collect();
+    if named.is_empty() {
+        SASS_ARCHS.to_vec()
+    } else {
+        named
+    }
+}
+
+fn gencodes_for(archs: &[u32]) -> Vec<String> {
     let mut groups: Vec<(u32, Vec<String>)> = Vec::new();
-    for arch in SASS_ARCHS {
+    for &arch in archs {
         match groups.iter_mut().find(|(virt, _)| virt / 10 == arch / 10) {
             Some((_, codes)) => codes.push(format!("sm_{arch}")),
             None => groups.push((arch, vec![format!("sm_{arch}")])),
@@ -428,6 +455,7 @@ pub fn build_script(name: &str, subdirs: &[&str]) {
     let root = root.canonicalize().unwrap_or(root);
     println!("cargo:rerun-if-env-changed=NVCC");
     println!("cargo:rerun-if-env-changed=CUZK_CACHE_DIR");
+    println!("cargo:rerun-if-env-changed={ARCHS_ENV}");
     if let Ok(dirs) = kernel_dirs(&root) {
         for dir in dirs {
             println!("cargo:rerun-if-changed={}", dir.display());
@@ -509,6 +537,21 @@ mod tests {
         want.push(format!("compute_{PTX_ARCH}"));
         assert_eq!(codes, want);
         assert!(flags.contains(&"-I/k".to_string()));
+    }
+
+    #[test]
+    fn one_architecture_is_its_sass_and_the_ptx() {
+        assert_eq!(
+            gencodes_for(&[90]),
+            vec!["arch=compute_90,code=[sm_90,compute_90]".to_string()]
+        );
+        assert_eq!(
+            gencodes_for(&[80]),
+            vec![
+                "arch=compute_80,code=[sm_80]".to_string(),
+                "arch=compute_90,code=[compute_90]".to_string()
+            ]
+        );
     }
 
     #[test]
