@@ -1,5 +1,5 @@
 //! With the `cuda` feature, compiles `kernels/field/*.cu` into `$OUT_DIR/field.fatbin`. With the
-//! `emu` feature, compiles the MSM and NTT kernels for the host with the C++ compiler into a
+//! `emu` feature, compiles the MSM, NTT and pre-compiled-circuit kernels for the host with the C++ compiler into a
 //! static library that the emulated driver (`src/emu/`) launches them from (`kernels/emu/`).
 use std::path::PathBuf;
 use std::process::Command;
@@ -15,7 +15,7 @@ fn build_emulator() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("run by cargo"));
     let kernels = cuzk_gpu_build::kernels_root_from_manifest(&manifest);
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("run by cargo"));
-    for dir in ["emu", "msm", "ntt", "field", "curve"] {
+    for dir in ["emu", "msm", "ntt", "pce", "field", "curve"] {
         println!("cargo:rerun-if-changed={}", kernels.join(dir).display());
     }
     println!("cargo:rerun-if-env-changed=CXX");

@@ -1,5 +1,5 @@
-// The host emulator's launcher: every kernel of kernels/msm/ and kernels/ntt/ compiled for the
-// CPU (see host_cuda.h) behind one C entry point with the driver's calling convention, an array
+// The host emulator's launcher: every kernel of kernels/msm/, kernels/ntt/ and kernels/pce/
+// compiled for the CPU (see host_cuda.h) behind one C entry point with the driver's calling convention, an array
 // of pointers to the argument values (as cuLaunchKernel takes them). Built by crates/gpu's build
 // script (feature `emu`); crates/gpu/src/emu/ launches from it.
 #include <barrier>
@@ -13,6 +13,7 @@
 #include "msm/msm_test.cu"
 #include "msm/split.cu"
 #include "ntt/ntt.cu"
+#include "pce/products.cu"
 
 thread_local dim3 threadIdx;
 thread_local dim3 blockIdx;
@@ -90,6 +91,7 @@ static const EmuKernel emu_kernels[] = {
     EMU_KERNEL(ntt_bitrev_small, false),
     EMU_KERNEL(ntt_bitrev_tiled, true),
     EMU_KERNEL(ntt_h_pointwise, false),
+    EMU_KERNEL(pce_products, false),
 };
 
 // Launches run one at a time (the launch shape and the barrier are process-wide, as a device's

@@ -60,6 +60,14 @@ inline unsigned atomicAdd(unsigned* address, unsigned value) {
     return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST);
 }
 
+inline unsigned atomicMin(unsigned* address, unsigned value) {
+    unsigned old = __atomic_load_n(address, __ATOMIC_SEQ_CST);
+    while (old > value &&
+           !__atomic_compare_exchange_n(address, &old, value, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    }
+    return old;
+}
+
 inline unsigned atomicMax(unsigned* address, unsigned value) {
     unsigned old = __atomic_load_n(address, __ATOMIC_SEQ_CST);
     while (old < value &&

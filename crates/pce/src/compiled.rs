@@ -71,14 +71,32 @@ impl std::fmt::Debug for PreCompiled {
 }
 
 /// A witness computed for a [`PreCompiled`] topology and checked against it: the input to
-/// [`PreCompiled::evaluate`].
-#[derive(Debug)]
+/// [`PreCompiled::evaluate`] (products on the host), or to a device's products
+/// ([`DeviceImage`](crate::DeviceImage)).
+#[derive(Clone, Debug)]
 pub struct Witness {
     /// The topology it was checked against.
     topology: [u8; 32],
     input: Vec<Scalar>,
     aux: Vec<Scalar>,
     aux_class: Vec<u8>,
+}
+
+impl Witness {
+    /// The public inputs, the constant one first.
+    pub fn input(&self) -> &[Scalar] {
+        &self.input
+    }
+
+    /// The private values.
+    pub fn aux(&self) -> &[Scalar] {
+        &self.aux
+    }
+
+    /// The topology it was computed for.
+    pub fn topology(&self) -> [u8; 32] {
+        self.topology
+    }
 }
 
 impl PreCompiled {
@@ -91,7 +109,7 @@ impl PreCompiled {
     }
 
     /// Releases a byte range of a mapped file from the process (see [`Mapped::release`]).
-    fn release(&self, range: Range<usize>) {
+    pub(crate) fn release(&self, range: Range<usize>) {
         if let Backing::Mapped(map) = &self.backing {
             map.release(range);
         }
@@ -197,7 +215,7 @@ impl PreCompiled {
             .map_err(|e| PceError::Malformed(format!("misaligned section: {e}")))
     }
 
-    fn matrices(&self) -> Result<[Matrix<'_>; 3], PceError> {
+    pub(crate) fn matrices(&self) -> Result<[Matrix<'_>; 3], PceError> {
         let m = |i: usize| -> Result<Matrix<'_>, PceError> {
             let [rp, cols, coeffs] = &self.layout.matrices[i];
             Ok(Matrix {
@@ -261,6 +279,17 @@ impl PreCompiled {
         self.backing.bytes().len()
     }
 
+    /// The coefficient table (`+1` and `−1` first).
+    pub(crate) fn coefficients(&self) -> &[Scalar] {
+        &self.coeffs
+    }
+
+    /// The densities an assignment of this topology has: A over the private values, B over the
+    /// public inputs, B over the private values.
+    pub fn densities(&self) -> &[Bitmap; 3] {
+        &self.densities
+    }
+
     /// Runs `circuit`'s allocations (not its constraints) and checks that it is this topology:
     /// the same counts of inputs, private variables and constraints, and the same shape
     /// fingerprint.
@@ -303,16 +332,11 @@ impl PreCompiled {
         })
     }
 
-    /// Applies the matrices to `witness` and checks every constraint (`a·b = c`, fused into the
-    /// same pass): the assignment full synthesis would give, or [`PceError::Unsatisfied`].
-    pub fn evaluate(&self, witness: Witness) -> Result<ProvingAssignment, PceError> {
-        if witness.topology != self.topology {
-            return Err(PceError::TopologyMismatch {
-                what: "the witness's topology hash (prefix)",
-                expected: u64::from_be_bytes(self.topology[..8].try_into().unwrap_or_default()),
-                got: u64::from_be_bytes(witness.topology[..8].try_into().unwrap_or_default()),
-            });
-        }
+    /// Applies the matrices to `witness` on the host and checks every constraint (`a·b = c`,
+    /// fused into the same pass): `(a, b, c)`, each [`num_constraints`](Self::num_constraints)
+    /// long with room for the evaluation domain, or [`PceError::Unsatisfied`].
+    pub fn products(&self, witness: &Witness) -> Result<Abc, PceError> {
+        self.check_topology(witness)?;
         let one = limbs(&Scalar::ONE);
         let input_class: Vec<u8> = witness.input.iter().map(|v| class_of(v, &one)).collect();
         let ctx = Ctx {
@@ -330,9 +354,28 @@ impl PreCompiled {
             self.release_rows(&matrices[which], which, rows);
         };
         let (a, b, c, bad) = spmv::evaluate(&ctx, matrices, self.num_constraints(), &release);
-        if let Some(index) = bad {
-            return Err(PceError::Unsatisfied { index });
+        match bad {
+            Some(index) => Err(PceError::Unsatisfied { index }),
+            None => Ok((a, b, c)),
         }
+    }
+
+    /// Whether `witness` was computed for this topology.
+    pub fn check_topology(&self, witness: &Witness) -> Result<(), PceError> {
+        if witness.topology != self.topology {
+            return Err(PceError::TopologyMismatch {
+                what: "the witness's topology hash (prefix)",
+                expected: u64::from_be_bytes(self.topology[..8].try_into().unwrap_or_default()),
+                got: u64::from_be_bytes(witness.topology[..8].try_into().unwrap_or_default()),
+            });
+        }
+        Ok(())
+    }
+
+    /// Applies the matrices to `witness` and checks every constraint ([`products`](Self::products)):
+    /// the assignment full synthesis would give, or [`PceError::Unsatisfied`].
+    pub fn evaluate(&self, witness: Witness) -> Result<ProvingAssignment, PceError> {
+        let (a, b, c) = self.products(&witness)?;
         let [a_aux_density, b_input_density, b_aux_density] = self.densities.clone();
         Ok(ProvingAssignment {
             a,
@@ -355,6 +398,9 @@ impl PreCompiled {
         self.evaluate(self.witness(circuit)?)
     }
 }
+
+/// The evaluations `(a, b, c)` of a witness, in that order.
+pub type Abc = (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>);
 
 /// Encodes a recording in the file format.
 pub fn to_bytes(rec: &Recording) -> Result<Vec<u8>, PceError> {

@@ -13,7 +13,12 @@
 //!   `A·z`, `B·z`, `C·z` by parallel sparse products and checks `a·b = c` row by row in the same
 //!   pass, giving the [`ProvingAssignment`](cuzk_groth16::ProvingAssignment) full synthesis
 //!   would give, which the prover consumes unchanged;
-//! - [`PceCache`] keeps one file per topology key in a folder, recorded on first use.
+//! - [`PceCache`] keeps one file per topology key in a folder, recorded on first use;
+//! - [`PreCompiled::witness`] runs the allocations alone, and [`PartitionInput::Witness`] hands
+//!   the witness to the prover, whose backend makes a, b, c: on the host
+//!   ([`PreCompiled::products`]) or, with the `cuda` feature, on the device ([`gpu`]: the
+//!   matrices uploaded once as a [`DeviceImage`], 5 bytes a non-zero, and every row's
+//!   `a·b = c` checked there), so that a GPU host computes nothing but the witness.
 //!
 //! **Invariant:** a pre-compiled circuit never changes a proof's bytes. It is used only for
 //! its topology: a circuit whose counts of inputs, private variables or constraints differ, or
@@ -49,12 +54,18 @@ mod cache;
 mod compiled;
 mod error;
 pub mod format;
+#[cfg(feature = "cuda")]
+pub mod gpu;
+mod image;
+mod input;
 mod mapped;
 mod record;
 mod spmv;
 mod witness;
 
 pub use cache::{default_dir, write_file, Origin, PceCache};
-pub use compiled::{to_bytes, PreCompiled, Witness};
+pub use compiled::{to_bytes, Abc, PreCompiled, Witness};
 pub use error::PceError;
+pub use image::{DeviceImage, ImageLayout};
+pub use input::PartitionInput;
 pub use record::{record, shape_step, Csr, Recording, INPUT_FLAG};

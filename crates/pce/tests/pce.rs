@@ -448,3 +448,45 @@ fn concurrent_first_uses_each_get_a_valid_file() {
     assert!(topologies.windows(2).all(|w| w[0] == w[1]));
     assert_eq!(std::fs::read_dir(cache.dir()).unwrap().count(), 1);
 }
+
+/// The device image carries the file's matrices: its row pointers and columns word for word, the
+/// coefficient ids narrowed to a byte for the PoRep-shaped table, each section 32-byte aligned,
+/// and about 5 bytes a non-zero (plus 12 a row of row pointers).
+#[test]
+fn the_device_image_carries_the_matrices() {
+    let rec = record(PorepShaped::new(12, 0)).unwrap();
+    let pc = PreCompiled::from_recording(&rec).unwrap();
+    let image = pc.device_image().unwrap();
+    let layout = image.layout();
+    assert_eq!(layout, &pc.image_layout());
+    assert_eq!(layout.id_bytes, 1, "{} coefficients", rec.coeffs.len());
+    assert_eq!(image.words().len(), layout.words);
+    assert_eq!(
+        layout.nnz,
+        [rec.a.nnz() as u64, rec.b.nnz() as u64, rec.c.nnz() as u64]
+    );
+    let words = image.words();
+    for (m, [rp, cols, ids]) in [&rec.a, &rec.b, &rec.c].into_iter().zip(&layout.matrices) {
+        for section in [rp, cols, ids] {
+            assert_eq!(section.start % 8, 0, "32-byte aligned");
+        }
+        assert_eq!(&words[rp.clone()], &m.row_ptr[..]);
+        assert_eq!(&words[cols.clone()], &m.cols[..]);
+        let bytes: Vec<u8> = words[ids.clone()]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        let narrowed: Vec<u32> = bytes[..m.coeffs.len()]
+            .iter()
+            .map(|&b| u32::from(b))
+            .collect();
+        assert_eq!(narrowed, m.coeffs);
+    }
+    let nnz: u64 = layout.nnz.iter().sum();
+    let per_nonzero = layout.bytes_per_nonzero();
+    let rows_part = 12.0 * layout.rows as f64 / nnz as f64;
+    assert!(
+        (per_nonzero - 5.0 - rows_part).abs() < 0.1,
+        "{per_nonzero} bytes a non-zero"
+    );
+}
