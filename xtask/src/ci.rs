@@ -15,16 +15,17 @@ use crate::{golden, kernels};
 /// Packages and features that make up the GPU build.
 /// The facade `cuzk` is built without its default `filecoin` feature (filecoin-proofs' tree is
 /// not GPU code), hence `--no-default-features` beside them.
-pub const CUDA_PACKAGES: [&str; 6] = [
+pub const CUDA_PACKAGES: [&str; 7] = [
     "cuzk-gpu",
     "cuzk-ntt",
     "cuzk-vram",
     "cuzk-msm",
+    "cuzk-pce",
     "cuzk-pipeline",
     "cuzk",
 ];
 pub const CUDA_FEATURES: &str =
-    "cuzk-gpu/cuda,cuzk-ntt/cuda,cuzk-vram/cuda,cuzk-msm/cuda,cuzk-pipeline/cuda,cuzk/cuda";
+    "cuzk-gpu/cuda,cuzk-ntt/cuda,cuzk-vram/cuda,cuzk-msm/cuda,cuzk-pce/cuda,cuzk-pipeline/cuda,cuzk/cuda";
 
 /// Target folder of builds with the `cuda` feature, so they do not invalidate the default ones.
 pub const CUDA_TARGET_DIR: &str = "target/cuda";
@@ -111,8 +112,9 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     .context("the kernel emulator's driver")?;
     // The GPU NTT and the GPU prover on the kernel emulator (cuzk-gpu's `emu`: the driver API on
     // host memory, the kernels compiled for the host): the NTT against its reference, the arena
-    // lending device buffers, proofs against the CPU backend's bytes.
-    cmd!(sh, "cargo test --locked -p cuzk-ntt -p cuzk-vram -p cuzk --no-default-features --features cuzk-ntt/cuda,cuzk-vram/cuda,cuzk/cuda,cuzk-gpu/emu --test gpu --test device --test gpu_backend")
+    // lending device buffers, proofs against the CPU backend's bytes, a pre-compiled circuit's
+    // products on the device.
+    cmd!(sh, "cargo test --locked -p cuzk-ntt -p cuzk-vram -p cuzk --no-default-features --features cuzk-ntt/cuda,cuzk-vram/cuda,cuzk/cuda,cuzk-gpu/emu --test gpu --test device --test gpu_backend --test gpu_products")
         .run()
         .context("the GPU NTT and prover on the kernel emulator")?;
     Ok(())

@@ -9,8 +9,9 @@ use anyhow::bail;
 use anyhow::Context;
 use cuzk::field::Scalar;
 use cuzk::groth16::{Parameters, Proof};
-use cuzk::pipeline::{Backend, CpuBackend, JobContext, PartitionTiming, Prover, ProverConfig};
-use cuzk_groth16::ProvingAssignment;
+use cuzk::pipeline::{
+    Backend, CpuBackend, JobContext, PartitionInput, PartitionTiming, Prover, ProverConfig,
+};
 
 /// What the user asked for.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,7 +130,44 @@ impl Chosen {
         }
     }
 
-    /// Proves the partitions `partitions` yields (index, assignment) as they come, each taken
+    /// Makes a pre-compiled circuit's matrices resident where the backend computes its products
+    /// (before its parameters, which then take the room left); a line saying what it did.
+    pub fn preload_circuit(
+        &self,
+        circuit: &cuzk_pce::PreCompiled,
+    ) -> anyhow::Result<Option<String>> {
+        match self {
+            Chosen::Cpu(_) => {
+                let _ = circuit;
+                Ok(None)
+            }
+            #[cfg(feature = "cuda")]
+            Chosen::Gpu(gpus) => {
+                let start = std::time::Instant::now();
+                let layout = circuit.image_layout();
+                let resident = gpus[0]
+                    .preload_circuit(circuit)
+                    .context("making the pre-compiled matrices resident")?;
+                let gib = layout.bytes() as f64 / (1u64 << 30) as f64;
+                Ok(Some(if resident {
+                    format!(
+                        "pre-compiled matrices resident: {gib:.2} GiB ({:.2} bytes a non-zero, {} \
+                         non-zeros), in {:.3} s: products on the device",
+                        layout.bytes_per_nonzero(),
+                        layout.nnz.iter().sum::<u64>(),
+                        start.elapsed().as_secs_f64()
+                    )
+                } else {
+                    format!(
+                        "pre-compiled matrices ({gib:.2} GiB) do not fit beside a partition: \
+                         products on the host"
+                    )
+                }))
+            }
+        }
+    }
+
+    /// Proves the partitions `partitions` yields (index, input) as they come, each taken
     /// by the next idle worker, and returns them in partition order (`r`, `s` and the result
     /// are indexed by partition). The sender side decides how far ahead of the provers it
     /// synthesises (a bounded channel), which bounds the host memory of partitions in flight.
@@ -137,7 +175,7 @@ impl Chosen {
         &self,
         config: ProverConfig,
         params: &Parameters,
-        partitions: Receiver<(usize, ProvingAssignment)>,
+        partitions: Receiver<(usize, PartitionInput)>,
         r: &[Scalar],
         s: &[Scalar],
     ) -> anyhow::Result<Vec<(Proof, PartitionTiming)>> {
@@ -178,7 +216,7 @@ impl Chosen {
 fn on_workers<B: Backend>(
     provers: &[Prover<B>],
     params: &Parameters,
-    partitions: Receiver<(usize, ProvingAssignment)>,
+    partitions: Receiver<(usize, PartitionInput)>,
     r: &[Scalar],
     s: &[Scalar],
 ) -> anyhow::Result<Vec<(Proof, PartitionTiming)>> {

@@ -6,10 +6,8 @@ use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
 use cuzk::circuits::PorepShaped;
 use cuzk::field::Scalar;
-use cuzk::pipeline::{PartitionTiming, ProverConfig, Stage};
-use cuzk_groth16::{
-    generate_random_parameters, prepare_verifying_key, verify_proofs_batch, ProvingAssignment,
-};
+use cuzk::pipeline::{PartitionInput, PartitionTiming, ProverConfig, Stage};
+use cuzk_groth16::{generate_random_parameters, prepare_verifying_key, verify_proofs_batch};
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
@@ -120,6 +118,11 @@ struct BenchArgs {
     /// `prove` line is then the provers' own throughput, with nothing to wait for.
     #[arg(long, conflicts_with = "in_flight")]
     synthesis_first: bool,
+    /// Threads synthesising partitions at once (a circuit's synthesis is sequential; PoRep's
+    /// partitions are independent): each holds one partition's vectors while it works (with
+    /// `--pce`, the witness alone: about 4 GiB at 2^27).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    synthesis_threads: u64,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -192,18 +195,27 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     let r: Vec<Scalar> = (0..partitions).map(|_| Scalar::random(&mut rng)).collect();
     let s: Vec<Scalar> = (0..partitions).map(|_| Scalar::random(&mut rng)).collect();
 
+    // With `--pce`, synthesis is the witness pass alone: the backend makes a, b, c in its
+    // `products` stage (on a GPU, on the device where the circuit's matrices are resident).
     let pre_compiled = if args.pce {
-        Some(pre_compiled(args, &circuits[0])?)
+        let pc = std::sync::Arc::new(pre_compiled(args, &circuits[0])?);
+        if let Some(report) = backend.preload_circuit(&pc)? {
+            println!("{report}");
+        }
+        Some(pc)
     } else {
         None
     };
-    let synthesize = |c: PorepShaped| -> anyhow::Result<(ProvingAssignment, Duration)> {
+    let synthesize = |c: PorepShaped| -> anyhow::Result<(PartitionInput, Duration)> {
         let start = Instant::now();
-        let assignment = match &pre_compiled {
-            Some(pc) => pc.synthesize(c).context("pre-compiled synthesis")?,
-            None => cuzk_groth16::synthesize(c).context("synthesis")?,
+        let input = match &pre_compiled {
+            Some(pc) => PartitionInput::precompiled(
+                pc.clone(),
+                pc.witness(c).context("pre-compiled synthesis")?,
+            )?,
+            None => cuzk_groth16::synthesize(c).context("synthesis")?.into(),
         };
-        Ok((assignment, start.elapsed()))
+        Ok((input, start.elapsed()))
     };
 
     // The first partition alone: the timing parameters take their counts from it. The wall
@@ -214,16 +226,21 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     let (first, first_synth) = synthesize(first)?;
     println!(
         "synthesis{} of partition 0: {:.3} s ({} constraints, {} private variables per partition)",
-        if args.pce { " (pre-compiled)" } else { "" },
+        if args.pce {
+            " (pre-compiled: the witness)"
+        } else {
+            ""
+        },
         first_synth.as_secs_f64(),
         first.num_constraints(),
-        first.aux.len()
+        first.shape().num_aux
     );
     let params = match setup {
         Some(params) => params,
         None => {
             let start = Instant::now();
-            let params = cuzk_groth16::timing_parameters(&first).context("timing parameters")?;
+            let params =
+                cuzk_groth16::timing_parameters_for(&first.shape()).context("timing parameters")?;
             println!(
                 "parameters for timing only (multiples of the generators; the proofs will not \
                  verify): {:.3} s",
@@ -232,10 +249,8 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
             params
         }
     };
-    // The pre-compiled path has already checked a·b = c for every constraint.
-    let config = ProverConfig {
-        check_satisfied: !args.pce,
-    };
+    // A pre-compiled witness is checked row by row where its products are made.
+    let config = ProverConfig::default();
     let params = std::sync::Arc::new(params);
     if let Some(report) = backend.preload(&params)? {
         println!("{report}");
@@ -253,19 +268,43 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         in_flight - 1
     };
     let (tx, rx) = std::sync::mpsc::sync_channel(waiting);
+    let threads = args.synthesis_threads as usize;
     let produce = move || -> anyhow::Result<Vec<Duration>> {
-        let mut times = vec![first_synth];
         // A send fails only when every worker has stopped (an error they report).
         if tx.send((0, first)).is_err() {
-            return Ok(times);
+            return Ok(vec![first_synth]);
         }
-        for (k, circuit) in circuits.enumerate() {
-            let (assignment, took) = synthesize(circuit)?;
-            times.push(took);
-            if tx.send((k + 1, assignment)).is_err() {
-                break;
+        // The other partitions, each taken by the next idle synthesis thread.
+        let next = std::sync::Mutex::new(circuits.enumerate());
+        let times = std::thread::scope(|scope| -> anyhow::Result<Vec<Duration>> {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    let (next, tx, synthesize) = (&next, tx.clone(), &synthesize);
+                    scope.spawn(move || -> anyhow::Result<Vec<Duration>> {
+                        let mut times = Vec::new();
+                        loop {
+                            let taken = next.lock().unwrap_or_else(|e| e.into_inner()).next();
+                            let Some((k, circuit)) = taken else {
+                                return Ok(times);
+                            };
+                            let (input, took) = synthesize(circuit)?;
+                            times.push(took);
+                            if tx.send((k + 1, input)).is_err() {
+                                return Ok(times);
+                            }
+                        }
+                    })
+                })
+                .collect();
+            let mut times = vec![first_synth];
+            for h in handles {
+                let more = h
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("a synthesis thread panicked"))??;
+                times.extend(more);
             }
-        }
+            Ok(times)
+        })?;
         Ok(times)
     };
     let (start, results, synth) = if args.synthesis_first {
@@ -301,7 +340,10 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         if args.synthesis_first {
             "every partition before the proving".to_string()
         } else {
-            format!("after partition 0 on their own thread beside the proving, at most {in_flight} waiting")
+            format!(
+                "after partition 0 on {threads} thread(s) of their own beside the proving, at \
+                 most {in_flight} waiting"
+            )
         }
     );
     println!(

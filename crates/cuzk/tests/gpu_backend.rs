@@ -12,7 +12,9 @@ use cuzk::circuits::{PorepShaped, SquaringChain, UnusedVariables, WithInputs};
 use cuzk::field::Scalar;
 use cuzk::groth16::{generate_random_parameters, prepare_verifying_key, verify_proof, Parameters};
 use cuzk::pipeline::gpu::{GpuBackend, GpuConfig, PolicyKind};
-use cuzk::pipeline::{Backend, CpuBackend, PartitionTiming, Prover, ProverConfig, Stage};
+use cuzk::pipeline::{
+    Backend, CpuBackend, Evaluations, PartitionTiming, Prover, ProverConfig, Stage,
+};
 use cuzk::{Circuit, ConstraintSystem, SynthesisError};
 use ff::Field;
 use proptest::prelude::*;
@@ -280,12 +282,14 @@ fn workers_share_a_device_under_every_policy() {
 fn a_wrong_length_is_an_error_not_a_launch() {
     let Some(gpu) = gpu() else { return };
     let domain = cuzk::field::Domain::new(4).unwrap();
-    let short = vec![Scalar::ONE; 15];
+    let long = vec![Scalar::ONE; 17];
     let full = vec![Scalar::ONE; 16];
-    assert!(gpu
-        .backend()
-        .ntt_h(&domain, short, full.clone(), full)
-        .is_err());
+    let evaluations = Evaluations::Vectors {
+        a: long,
+        b: full.clone(),
+        c: full,
+    };
+    assert!(gpu.backend().products(&domain, evaluations).is_err());
 }
 
 /// A GPU run's telemetry: each device stage reports the device's own time (CUDA events) in

@@ -9,6 +9,7 @@ use cuzk_groth16::Parameters;
 use cuzk_msm::{Selection, G1, G2};
 use cuzk_ntt::Order;
 
+use crate::input::Evaluations;
 use crate::query::{host_query_sums, Query, QuerySums, Stages, Witness};
 use crate::{JobContext, PipelineError};
 
@@ -17,21 +18,30 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// A short name for spans and reports ("cpu", "gpu0").
     fn device(&self) -> &str;
 
+    /// The evaluations `a`, `b`, `c` where the backend keeps them between
+    /// [`Backend::products`] and [`Backend::ntt_h`]: host vectors for the CPU, one device
+    /// buffer for a GPU.
+    type Abc: Send;
+
     /// The coefficients of `H` where the backend keeps them between [`Backend::ntt_h`] and
     /// [`Backend::msm_h`]: host memory for the CPU, device memory for a GPU, so that the vector
     /// (4 GiB at 2^27) does not go back and forth between the two stages.
     type H: Send;
 
-    /// Computes the coefficients of `H = (a·b − c)/Z` from the evaluations `a`, `b`, `c` on
-    /// `domain` (each exactly `domain.n()` long), all but the last (which is zero for a
-    /// satisfied circuit and has no parameter point): `domain.n() − 1` coefficients.
-    fn ntt_h(
+    /// `a`, `b`, `c` on `domain`, each `domain.n()` long (zero past the constraints), where
+    /// [`Backend::ntt_h`] reads them: host vectors moved there, or a pre-compiled circuit's
+    /// products computed there with every row checked (an unsatisfied row is
+    /// `Groth16Error::Unsatisfied`).
+    fn products(
         &self,
         domain: &Domain,
-        a: Vec<Scalar>,
-        b: Vec<Scalar>,
-        c: Vec<Scalar>,
-    ) -> Result<Self::H, PipelineError>;
+        evaluations: Evaluations<'_>,
+    ) -> Result<Self::Abc, PipelineError>;
+
+    /// Computes the coefficients of `H = (a·b − c)/Z` from the evaluations on `domain`, all but
+    /// the last (which is zero for a satisfied circuit and has no parameter point):
+    /// `domain.n() − 1` coefficients.
+    fn ntt_h(&self, domain: &Domain, abc: Self::Abc) -> Result<Self::H, PipelineError>;
 
     /// `Σ hᵢ·bases[i]` over the coefficients [`Backend::ntt_h`] computed (`bases` is the
     /// parameters' `h` query, as long as they are).
@@ -160,20 +170,19 @@ impl std::fmt::Debug for DevicePhase {
 macro_rules! forward_backend {
     ($($ptr:ty),*) => {$(
         impl<B: Backend + ?Sized> Backend for $ptr {
+            type Abc = B::Abc;
             type H = B::H;
 
             fn device(&self) -> &str {
                 (**self).device()
             }
 
-            fn ntt_h(
-                &self,
-                domain: &Domain,
-                a: Vec<Scalar>,
-                b: Vec<Scalar>,
-                c: Vec<Scalar>,
-            ) -> Result<Self::H, PipelineError> {
-                (**self).ntt_h(domain, a, b, c)
+            fn products(&self, domain: &Domain, evaluations: Evaluations<'_>) -> Result<Self::Abc, PipelineError> {
+                (**self).products(domain, evaluations)
+            }
+
+            fn ntt_h(&self, domain: &Domain, abc: Self::Abc) -> Result<Self::H, PipelineError> {
+                (**self).ntt_h(domain, abc)
             }
 
             fn msm_h(&self, bases: &[G1Affine], h: Self::H) -> Result<G1Projective, PipelineError> {
@@ -218,15 +227,28 @@ impl Backend for CpuBackend {
         "cpu"
     }
 
+    type Abc = cuzk_pce::Abc;
     type H = Vec<Scalar>;
 
-    fn ntt_h(
+    fn products(
         &self,
         domain: &Domain,
-        mut a: Vec<Scalar>,
-        mut b: Vec<Scalar>,
-        mut c: Vec<Scalar>,
-    ) -> Result<Vec<Scalar>, PipelineError> {
+        evaluations: Evaluations<'_>,
+    ) -> Result<Self::Abc, PipelineError> {
+        evaluations.into_vectors(domain.n())
+    }
+
+    fn ntt_h(&self, domain: &Domain, abc: Self::Abc) -> Result<Vec<Scalar>, PipelineError> {
+        let (mut a, mut b, mut c) = abc;
+        for v in [&a, &b, &c] {
+            if v.len() != domain.n() {
+                return Err(cuzk_ntt::NttError::LengthMismatch {
+                    expected: domain.n(),
+                    got: v.len(),
+                }
+                .into());
+            }
+        }
         // Evaluations → coefficients (left in bit-reversed order), then → evaluations on the coset
         // (natural order): no explicit permutation pass is needed between the two transforms.
         cuzk_ntt::cpu::inverse_many(

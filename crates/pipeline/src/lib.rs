@@ -10,6 +10,7 @@
 //! | `prep_msm` | gather the bases of the "other" scalars for the tail MSMs (on the GPU with resident bases, each chunk is gathered inside `tail_msm`: no time here) |
 //! | `batch_add` | sums of the bases whose scalar is one (A, B₁, B₂, L) |
 //! | `tail_msm` | MSMs of L, A, B₁ (G1) and B₂ (G2) over the other scalars |
+//! | `products` | a, b, c where the NTT reads them: moved there from synthesis, or a pre-compiled circuit's A·z, B·z, C·z computed from its witness ([`PartitionInput::Witness`]; on a GPU on the device, every row's a·b = c checked there) |
 //! | `ntt_h` | H = (a·b − c)/Z: iNTT, coset NTT, pointwise, coset iNTT |
 //! | `msm_h` | Σ hᵢ·Hᵢ |
 //! | `epilogue` | A = α + ΣA + rδ; B = β + ΣB + sδ; C = H + L + s·A + r·B₁ − rs·δ |
@@ -26,12 +27,14 @@
 mod backend;
 #[cfg(feature = "cuda")]
 pub mod gpu;
+mod input;
 mod prover;
 mod query;
 pub mod split;
 mod stage;
 
 pub use backend::{Backend, CpuBackend, DevicePhase, PartitionShape};
+pub use input::{Evaluations, PartitionInput};
 pub use prover::{JobContext, Prover, ProverConfig};
 pub use query::{host_query_sums, Query, QuerySums, Stages, Witness};
 pub use stage::{PartitionTiming, Stage};
@@ -42,6 +45,9 @@ pub enum PipelineError {
     /// The assignment or the parameters are malformed, or do not belong together.
     #[error(transparent)]
     Groth16(#[from] cuzk_groth16::Groth16Error),
+    /// A pre-compiled circuit could not be used (a damaged file, another topology).
+    #[error("pre-compiled circuit: {0}")]
+    PreCompiled(cuzk_pce::PceError),
     /// The NTT rejected its input.
     #[error("ntt: {0}")]
     Ntt(#[from] cuzk_ntt::NttError),

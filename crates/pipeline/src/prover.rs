@@ -7,6 +7,7 @@ use cuzk_groth16::{Groth16Error, Parameters, Proof, ProvingAssignment};
 use group::{prime::PrimeCurveAffine, Curve};
 
 use crate::backend::{Backend, PartitionShape};
+use crate::input::{values, Evaluations, PartitionInput};
 use crate::query::{Stages, Witness};
 use crate::stage::{PartitionTiming, Stage};
 use crate::PipelineError;
@@ -59,22 +60,21 @@ fn run_stage<T>(
     out
 }
 
-/// Checks that `assignment` fits `params` (every count the prover relies on).
+/// Checks that a partition's values fit `params` (every count the prover relies on).
 fn validate(
     params: &Parameters,
-    a: &ProvingAssignment,
+    values: &Witness<'_>,
     domain: &Domain,
 ) -> Result<(), Groth16Error> {
-    a.check_shape()?;
     let mismatch = |what: &str, expected: usize, got: usize| {
         Groth16Error::ParameterMismatch(format!(
             "{what}: the parameters have {expected}, the circuit needs {got}"
         ))
     };
-    if a.input.len() != params.vk.ic.len() {
+    if values.input.len() != params.vk.ic.len() {
         return Err(Groth16Error::WrongInputCount {
             expected: params.vk.ic.len().saturating_sub(1),
-            got: a.input.len().saturating_sub(1),
+            got: values.input.len().saturating_sub(1),
         });
     }
     if params.h.len() != domain.n() - 1 {
@@ -84,18 +84,18 @@ fn validate(
             domain.n() - 1,
         ));
     }
-    if params.l.len() != a.aux.len() {
+    if params.l.len() != values.aux.len() {
         return Err(mismatch(
             "l points (private variables)",
             params.l.len(),
-            a.aux.len(),
+            values.aux.len(),
         ));
     }
-    let a_len = a.input.len() + a.a_aux_density.count_ones();
+    let a_len = values.input.len() + values.a_aux_density.count_ones();
     if params.a.len() != a_len {
         return Err(mismatch("a points", params.a.len(), a_len));
     }
-    let b_len = a.b_input_density.count_ones() + a.b_aux_density.count_ones();
+    let b_len = values.b_input_density.count_ones() + values.b_aux_density.count_ones();
     if params.b_g1.len() != b_len {
         return Err(mismatch("b_g1 points", params.b_g1.len(), b_len));
     }
@@ -119,11 +119,12 @@ impl<B: Backend> Prover<B> {
         &self.backend
     }
 
-    /// Proves one partition with the given `r` and `s`.
+    /// Proves one partition with the given `r` and `s`, from a full assignment or a
+    /// pre-compiled circuit's witness ([`PartitionInput`]).
     pub fn prove(
         &self,
         params: &Parameters,
-        assignment: ProvingAssignment,
+        input: impl Into<PartitionInput>,
         r: Scalar,
         s: Scalar,
         ctx: JobContext,
@@ -142,16 +143,19 @@ impl<B: Backend> Prover<B> {
             partition,
             ..Default::default()
         };
-        let mut asg = assignment;
+        let mut input = input.into();
 
         let domain = run_stage(Stage::Validate, ctx, device, &mut t, || {
-            let domain = Domain::for_size(asg.num_constraints()).map_err(|_| {
-                Groth16Error::DomainTooLarge {
-                    log_n: asg.num_constraints().next_power_of_two().trailing_zeros(),
-                }
+            let rows = input.num_constraints();
+            let domain = Domain::for_size(rows).map_err(|_| Groth16Error::DomainTooLarge {
+                log_n: rows.next_power_of_two().trailing_zeros(),
             })?;
-            validate(params, &asg, &domain)?;
-            if self.config.check_satisfied {
+            if let PartitionInput::Assignment(asg) = &input {
+                asg.check_shape()?;
+            }
+            validate(params, &values(&input), &domain)?;
+            // A pre-compiled witness is checked row by row where its products are made.
+            if let (PartitionInput::Assignment(asg), true) = (&input, self.config.check_satisfied) {
                 asg.check_satisfied()?;
             }
             Ok(domain)
@@ -163,34 +167,33 @@ impl<B: Backend> Prover<B> {
         // made the parameters' counts the assignment's).
         let shape = PartitionShape::bound(params);
         let phase = self.backend.device_phase(shape, ctx, partition)?;
-        let witness = Witness {
-            input: &asg.input,
-            aux: &asg.aux,
-            a_aux_density: &asg.a_aux_density,
-            b_input_density: &asg.b_input_density,
-            b_aux_density: &asg.b_aux_density,
-        };
-        let sums =
-            self.backend
-                .query_sums(params, &witness, &mut Stages::new(ctx, device, &mut t))?;
+        let sums = self.backend.query_sums(
+            params,
+            &values(&input),
+            &mut Stages::new(ctx, device, &mut t),
+        )?;
 
-        // The private and public values are not needed any more: free them before the NTTs,
-        // whose scratch then reuses their memory, so the peak is no higher than synthesis left
-        // it.
-        let abc = (
-            std::mem::take(&mut asg.a),
-            std::mem::take(&mut asg.b),
-            std::mem::take(&mut asg.c),
-        );
-        drop(asg);
+        // A full assignment's values are not needed any more: free them before the NTTs, whose
+        // scratch then reuses their memory, so the peak is no higher than synthesis left it. A
+        // witness's values make a, b, c, and are freed once they are made.
+        let abc = run_stage(Stage::Products, ctx, device, &mut t, || match &mut input {
+            PartitionInput::Assignment(asg) => {
+                let evaluations = Evaluations::Vectors {
+                    a: std::mem::take(&mut asg.a),
+                    b: std::mem::take(&mut asg.b),
+                    c: std::mem::take(&mut asg.c),
+                };
+                *asg = ProvingAssignment::default();
+                self.backend.products(&domain, evaluations)
+            }
+            PartitionInput::Witness { circuit, witness } => self
+                .backend
+                .products(&domain, Evaluations::Products { circuit, witness }),
+        })?;
+        drop(input);
 
         let h = run_stage(Stage::NttH, ctx, device, &mut t, || {
-            let n = domain.n();
-            let (mut a, mut b, mut c) = abc;
-            for v in [&mut a, &mut b, &mut c] {
-                v.resize(n, Scalar::from(0u64));
-            }
-            self.backend.ntt_h(&domain, a, b, c)
+            self.backend.ntt_h(&domain, abc)
         })?;
 
         let h_sum = run_stage(Stage::MsmH, ctx, device, &mut t, || {

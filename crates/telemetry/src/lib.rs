@@ -10,7 +10,7 @@
 //! # The conventions it consumes
 //!
 //! Each stage runs inside a span named after it ([`Stage::name`], made by [`Stage::span`]:
-//! `validate`, `split_vectors`, `prep_msm`, `batch_add`, `tail_msm`, `ntt_h`, `msm_h`,
+//! `validate`, `split_vectors`, `prep_msm`, `batch_add`, `tail_msm`, `products`, `ntt_h`, `msm_h`,
 //! `epilogue`), each wait inside one of [`WAITS`]
 //! (`lock_wait`, `vram_wait`, `queue_wait`), with the fields `job` (u64), `partition` (u64),
 //! `worker` (u64) and `device` (a string: `cpu`, `gpu0`, ...). They may nest in a [`PARTITION`]

@@ -21,6 +21,9 @@ pub enum Stage {
     BatchAdd,
     /// MSMs of L, A, B₁ (G1) and B₂ (G2) over the other scalars.
     TailMsm,
+    /// a, b, c from a pre-compiled circuit's witness (A·z, B·z, C·z, every row checked); empty
+    /// when synthesis made them.
+    Products,
     /// H = (a·b − c)/Z through inverse, coset and coset-inverse NTTs.
     NttH,
     /// Σ hᵢ·Hᵢ over the `h` query.
@@ -34,12 +37,13 @@ impl Stage {
     /// values first, so that those values are freed before the NTTs need their scratch. Every
     /// summary lists the stages in this order, and arrays of per-stage values are indexed by
     /// [`Stage::index`].
-    pub const ALL: [Stage; 8] = [
+    pub const ALL: [Stage; 9] = [
         Stage::Validate,
         Stage::SplitVectors,
         Stage::PrepMsm,
         Stage::BatchAdd,
         Stage::TailMsm,
+        Stage::Products,
         Stage::NttH,
         Stage::MsmH,
         Stage::Epilogue,
@@ -53,6 +57,7 @@ impl Stage {
             Stage::PrepMsm => "prep_msm",
             Stage::BatchAdd => "batch_add",
             Stage::TailMsm => "tail_msm",
+            Stage::Products => "products",
             Stage::NttH => "ntt_h",
             Stage::MsmH => "msm_h",
             Stage::Epilogue => "epilogue",
@@ -77,6 +82,7 @@ impl Stage {
             Stage::PrepMsm => "#f28e2b",
             Stage::BatchAdd => "#59a14f",
             Stage::TailMsm => "#edc948",
+            Stage::Products => "#bab0ac",
             Stage::NttH => "#e15759",
             Stage::MsmH => "#76b7b2",
             Stage::Epilogue => "#b07aa1",
@@ -113,6 +119,9 @@ impl Stage {
             }
             Stage::TailMsm => {
                 tracing::info_span!("tail_msm", job, partition, worker, device, gpu_ns = Empty)
+            }
+            Stage::Products => {
+                tracing::info_span!("products", job, partition, worker, device, gpu_ns = Empty)
             }
             Stage::NttH => {
                 tracing::info_span!("ntt_h", job, partition, worker, device, gpu_ns = Empty)

@@ -14,6 +14,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use cuzk_field::layout::FrLimbs;
 use cuzk_gpu::{DeviceBuffer, GpuError, Stream, StreamPool, Workspace};
 use cuzk_interlock::{Compute, Demand};
 use cuzk_msm::gpu::{
@@ -34,7 +35,8 @@ const SCALAR_BYTES: u64 = 32;
 ///   through `ntt_h`, `h` on through `msm_h`; before them, from `split_vectors` to `tail_msm`,
 ///   the values (input ‖ aux, a scalar each) and one query's split at a time (4 bytes per one,
 ///   36 per other: at most 40 per base of the longest query) with the split's own scratch while
-///   it runs. The larger of the two;
+///   it runs; in `products`, the values beside `a`, `b`, `c` (and the check's word). The
+///   largest of the three;
 /// - compute: the largest workspace of one MSM or batch addition (`msm_h` over `n − 1` points,
 ///   resident or streamed; the tail MSMs, streamed or gathered from resident bases, which take
 ///   the same; the batch additions of the ones), each call's buffers going back to the
@@ -50,7 +52,10 @@ pub(crate) fn demand(msm: &GpuMsm, shape: PartitionShape, granule: u64) -> Deman
         + round(longest * SCALAR_BYTES)
         + split_scratch_bytes(shape.values) as u64
         + split_scratch_buffers(shape.values) as u64 * granule;
-    let stage_bytes = abch.max(split);
+    // A pre-compiled circuit's products hold the values beside a, b, c (before h exists).
+    let products =
+        round(shape.values as u64 * SCALAR_BYTES) + round(3 * n * SCALAR_BYTES) + granule;
+    let stage_bytes = abch.max(split).max(products);
     let h_points = shape.domain.saturating_sub(1);
     let sm = msm.device().info().sm_count;
     let largest = [
@@ -76,6 +81,8 @@ pub(crate) fn demand(msm: &GpuMsm, shape: PartitionShape, granule: u64) -> Deman
 pub(crate) struct PartitionMemory {
     permit: Option<Compute<DeviceBacking>>,
     stream: Stream,
+    /// The values the query splits uploaded, kept for a pre-compiled circuit's products.
+    values: Mutex<Option<DeviceBuffer<FrLimbs>>>,
 }
 
 impl PartitionMemory {
@@ -83,7 +90,18 @@ impl PartitionMemory {
         Self {
             permit: Some(permit),
             stream,
+            values: Mutex::new(None),
         }
+    }
+
+    /// Keeps the partition's values (a buffer of this reservation) for a later stage.
+    pub(crate) fn keep_values(&self, values: DeviceBuffer<FrLimbs>) {
+        *self.values.lock().unwrap_or_else(|e| e.into_inner()) = Some(values);
+    }
+
+    /// The values kept, if any, handed over.
+    pub(crate) fn take_values(&self) -> Option<DeviceBuffer<FrLimbs>> {
+        self.values.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 }
 
@@ -109,6 +127,8 @@ impl Workspace for PartitionMemory {
 
 impl Drop for PartitionMemory {
     fn drop(&mut self) {
+        // Buffers of the reservation go back to it before the permit is finished.
+        drop(self.take_values());
         let Some(permit) = self.permit.take() else {
             return;
         };

@@ -3,10 +3,11 @@
 //! [`GpuBackend`] runs cuzk-ntt's and cuzk-msm's kernels on one device, every call on the MSM's
 //! stream, so consecutive operations are ordered without waiting on the host:
 //!
-//! - `ntt_h`: `a`, `b`, `c` go up once, into one buffer of three vectors, through two pinned
-//!   staging buffers (the host fills one while the device copies the other: pageable memory goes
-//!   up at a tenth of the link's speed); the inverse NTTs and
-//!   the coset NTTs run on the three at once, `ntt_h_pointwise` writes `(a·b − c)/Z` into the
+//! - `products`: `a`, `b`, `c` in one buffer of three vectors: a pre-compiled circuit's made on
+//!   the device from the values, its matrices resident (`products`: the witness is the only
+//!   upload), or host vectors copied up through two pinned staging buffers (the host fills one
+//!   while the device copies the other: pageable memory goes up at a tenth of the link's speed).
+//! - `ntt_h`: the inverse NTTs and the coset NTTs run on the three at once, `ntt_h_pointwise` writes `(a·b − c)/Z` into the
 //!   `h` buffer, the coset inverse NTT runs on it, and `h` stays on the device: `msm_h` reads it
 //!   where the NTT left it. Nothing returns to the host between the two stages.
 //! - Parameters preloaded with [`GpuBackend::preload`] are resident: their bases are copied to
@@ -48,6 +49,7 @@
 //! outside the arena ([`ARENA_MARGIN`] is left to the driver).
 
 mod memory;
+mod products;
 mod resident;
 mod tables;
 
@@ -61,6 +63,7 @@ use cuzk_msm::gpu::{Bases, GpuCurve, GpuMsm, GpuMsmError, ScalarForm, Scalars};
 use cuzk_msm::{Selection, G1, G2};
 use cuzk_ntt::gpu::{GpuNtt, GpuNttError, NttConfig};
 use cuzk_ntt::Order;
+use cuzk_pce::gpu::{GpuProducts, GpuProductsError};
 use group::Group;
 
 pub use cuzk_interlock::PolicyKind;
@@ -68,10 +71,12 @@ use cuzk_interlock::{Demand, InterlockError, Policy};
 use cuzk_vram::{Arena, ArenaConfig, DeviceBacking, VramError};
 
 use crate::backend::{Backend, DevicePhase, PartitionShape};
+use crate::input::Evaluations;
 use crate::query::{host_query_sums, Query, QuerySums, Stages, Witness};
 use crate::stage::Stage;
 use crate::{JobContext, PipelineError};
 use memory::{PartitionMemory, PhaseGuard, PhaseWorkspace, Slot};
+use products::ResidentCircuit;
 use resident::{Resident, ResidentQuery};
 use tables::TableRegions;
 
@@ -128,6 +133,13 @@ pub enum GpuBackendError {
         #[source]
         source: GpuMsmError,
     },
+    /// A pre-compiled circuit's products on the device failed.
+    #[error("{what}: {source}")]
+    Products {
+        what: &'static str,
+        #[source]
+        source: GpuProductsError,
+    },
 }
 
 impl GpuBackendError {
@@ -173,7 +185,10 @@ struct DeviceShare {
     budget: u64,
     arena: Arena<DeviceBacking>,
     resident: Mutex<Vec<Arc<Resident>>>,
+    /// Pre-compiled circuits' matrices resident on the device, one per topology.
+    circuits: Mutex<Vec<Arc<ResidentCircuit>>>,
     ntt: GpuNtt,
+    products: GpuProducts,
     tables: Arc<TableRegions>,
     policy: Box<dyn Policy<DeviceBacking>>,
 }
@@ -196,12 +211,17 @@ impl DeviceShare {
         let tables = Arc::new(TableRegions::new(arena.clone()));
         let ntt = GpuNtt::with_table_memory(device, NttConfig::default(), tables.clone())
             .map_err(GpuBackendError::ntt("loading the NTT kernels"))?;
+        let products = GpuProducts::new(device).map_err(GpuBackendError::gpu(
+            "loading the pre-compiled circuits' kernel",
+        ))?;
         Ok(Self {
             budget: resident_budget(device, config),
             policy: policy.build(arena.clone()),
             arena,
             resident: Mutex::new(Vec::new()),
+            circuits: Mutex::new(Vec::new()),
             ntt,
+            products,
             tables,
         })
     }
@@ -365,26 +385,26 @@ impl GpuBackend {
     }
 
     /// The partition's values, input ‖ aux, uploaded through the pinned staging buffers into
-    /// one buffer of its reservation: every query's split reads them.
-    fn upload_values(&self, witness: &Witness<'_>) -> Result<DeviceBuffer<FrLimbs>, PipelineError> {
+    /// one buffer of its reservation: every query's split reads them, and a pre-compiled
+    /// circuit's products.
+    fn upload_values(
+        &self,
+        input: &[Scalar],
+        aux: &[Scalar],
+    ) -> Result<DeviceBuffer<FrLimbs>, PipelineError> {
         let err = on(&self.name);
         let stream = self.msm.stream();
         let memory = self.workspace();
         let workspace = memory.get();
-        let n = witness.input.len() + witness.aux.len();
+        let n = input.len() + aux.len();
         // At least one element (an empty buffer has no address), cut to the values.
         let mut values = alloc_in::<FrLimbs>(workspace, stream, n.max(1))
             .map_err(GpuBackendError::gpu("allocating the values"))
             .map_err(&err)?;
-        self.upload_staged(stream, scalars_as_limbs(witness.input), &mut values, 0)
+        self.upload_staged(stream, scalars_as_limbs(input), &mut values, 0)
             .map_err(&err)?;
-        self.upload_staged(
-            stream,
-            scalars_as_limbs(witness.aux),
-            &mut values,
-            witness.input.len(),
-        )
-        .map_err(&err)?;
+        self.upload_staged(stream, scalars_as_limbs(aux), &mut values, input.len())
+            .map_err(&err)?;
         values.truncate(n);
         Ok(values)
     }
@@ -500,27 +520,18 @@ impl GpuBackend {
         Ok(out)
     }
 
-    /// `ntt_h`'s device work, queued on the worker's stream ([`GpuBackend::timed`] waits for
-    /// it to finish, so that the stage's time is the device's).
+    /// `ntt_h`'s device work on a ‖ b ‖ c, queued on the worker's stream ([`GpuBackend::timed`]
+    /// waits for it to finish, so that the stage's time is the device's).
     fn h_on_device(
         &self,
         domain: &Domain,
-        a: Vec<Scalar>,
-        b: Vec<Scalar>,
-        c: Vec<Scalar>,
+        mut abc: DeviceBuffer<FrLimbs>,
     ) -> Result<DeviceBuffer<FrLimbs>, PipelineError> {
         let n = domain.n();
         let err = on(&self.name);
         let stream = self.msm.stream();
         let memory = self.workspace();
         let workspace = memory.get();
-        let mut abc = alloc_in::<FrLimbs>(workspace, stream, 3 * n)
-            .map_err(GpuBackendError::gpu("allocating a, b, c"))
-            .map_err(&err)?;
-        for (i, v) in [a, b, c].into_iter().enumerate() {
-            self.upload_staged(stream, scalars_as_limbs(&v), &mut abc, i * n)
-                .map_err(&err)?;
-        }
         // Evaluations → coefficients (bit-reversed), then → evaluations on the coset (natural):
         // the CPU backend's order of operations, on the three vectors at once.
         self.share
@@ -617,6 +628,7 @@ impl GpuBackend {
 }
 
 impl Backend for GpuBackend {
+    type Abc = DeviceBuffer<FrLimbs>;
     type H = DeviceBuffer<FrLimbs>;
 
     fn device(&self) -> &str {
@@ -678,33 +690,41 @@ impl Backend for GpuBackend {
             return Ok(sums);
         }
         let values = stages.run(Stage::SplitVectors, || {
-            self.timed(|| self.upload_values(witness))
+            self.timed(|| self.upload_values(witness.input, witness.aux))
         })?;
         for (query, bases) in resident {
             let bases = bases.expect("partitioned on residency");
             self.device_query(query, &bases, witness, &values, stages, &mut sums)?;
         }
+        // A pre-compiled circuit's products read them next; the partition's memory frees them
+        // at the latest when its phase closes.
+        if let Some(memory) = &self.workspace().0 {
+            memory.keep_values(values);
+        }
         Ok(sums)
+    }
+
+    fn products(
+        &self,
+        domain: &Domain,
+        evaluations: Evaluations<'_>,
+    ) -> Result<DeviceBuffer<FrLimbs>, PipelineError> {
+        self.products_on_device(domain, evaluations)
     }
 
     fn ntt_h(
         &self,
         domain: &Domain,
-        a: Vec<Scalar>,
-        b: Vec<Scalar>,
-        c: Vec<Scalar>,
+        abc: DeviceBuffer<FrLimbs>,
     ) -> Result<DeviceBuffer<FrLimbs>, PipelineError> {
-        let n = domain.n();
-        for v in [&a, &b, &c] {
-            if v.len() != n {
-                return Err(cuzk_ntt::NttError::LengthMismatch {
-                    expected: n,
-                    got: v.len(),
-                }
-                .into());
+        if abc.len() != 3 * domain.n() {
+            return Err(cuzk_ntt::NttError::LengthMismatch {
+                expected: 3 * domain.n(),
+                got: abc.len(),
             }
+            .into());
         }
-        self.timed(|| self.h_on_device(domain, a, b, c))
+        self.timed(|| self.h_on_device(domain, abc))
     }
 
     fn msm_h(

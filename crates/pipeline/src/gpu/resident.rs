@@ -218,7 +218,7 @@ impl GpuBackend {
 
     /// `limbs` copied (on `stream`) into a resident region of the arena called `name`, or `None`
     /// when the arena has no free range that large now (the query then streams).
-    fn resident_region<L: cuzk_gpu::DeviceCopy>(
+    pub(super) fn resident_region<L: cuzk_gpu::DeviceCopy>(
         &self,
         stream: &Stream,
         name: &str,
