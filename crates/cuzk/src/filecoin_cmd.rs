@@ -7,13 +7,15 @@ use std::time::Instant;
 
 use anyhow::Context;
 use cuzk::field::Scalar;
-use cuzk::pipeline::{CpuBackend, PartitionTiming, Prover, ProverConfig};
+use cuzk::pipeline::{
+    CpuBackend, JobContext, PartitionInput, PartitionTiming, Prover, ProverConfig,
+};
 use cuzk_filecoin::post::PostKind;
 use cuzk_filecoin::{
     C1Output, CircuitKind, FilecoinProof, PorepJob, PostJobFile, RegisteredSealProof, SectorId,
     SnapJobFile,
 };
-use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
+use cuzk_groth16::{Parameters, Proof};
 use ff::Field;
 
 /// The built-in job: a 2 KiB sector sealed by filecoin-proofs (`testdata/filecoin/`, made by
@@ -213,7 +215,7 @@ pub fn snap(args: &PostArgs) -> anyhow::Result<()> {
 fn pipeline_prover() -> (
     impl FnMut(
         &Parameters,
-        ProvingAssignment,
+        PartitionInput,
         usize,
     ) -> Result<Proof, Box<dyn std::error::Error + Send + Sync>>,
     std::rc::Rc<std::cell::RefCell<Vec<PartitionTiming>>>,
@@ -221,12 +223,15 @@ fn pipeline_prover() -> (
     let prover = Prover::new(CpuBackend, ProverConfig::default());
     let timings = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let recorded = timings.clone();
-    let prove = move |params: &Parameters, assignment: ProvingAssignment, k: usize| {
+    let prove = move |params: &Parameters, input: PartitionInput, k: usize| {
         let mut rng = rand::thread_rng();
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-        let (proof, timing) = prover
-            .prove_batch(params, vec![assignment], &[r], &[s], k as u64)?
-            .remove(0);
+        // As `prove_batch` of one partition did: the job is the partition's index.
+        let ctx = JobContext {
+            job: k as u64,
+            worker: 0,
+        };
+        let (proof, timing) = prover.prove(params, input, r, s, ctx, 0)?;
         recorded.borrow_mut().push(timing);
         Ok(proof)
     };

@@ -12,8 +12,10 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use blstrs::Scalar;
-use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
-use cuzk_pipeline::{CpuBackend, JobContext, PartitionTiming, PipelineError, Prover, ProverConfig};
+use cuzk_groth16::{Parameters, Proof};
+use cuzk_pipeline::{
+    CpuBackend, JobContext, PartitionInput, PartitionTiming, PipelineError, Prover, ProverConfig,
+};
 use ff::Field;
 
 /// An error from a backend, kept with its source (a [`PipelineError`] for the backends here:
@@ -25,12 +27,14 @@ pub trait ProofBackend: Send + Sync + Debug {
     /// The device's name in spans, status and metrics (`cpu`, `gpu0`, ...).
     fn device(&self) -> String;
 
-    /// Proves partition `partition` of job `ctx.job` against `params` (the manager's hot
-    /// copy), with fresh random `r` and `s`, returning the proof and its stage timings.
+    /// Proves partition `partition` of job `ctx.job` from `input` (a full assignment, or a
+    /// pre-compiled circuit's witness whose a, b, c the backend makes) against `params` (the
+    /// manager's hot copy), with fresh random `r` and `s`, returning the proof and its stage
+    /// timings.
     fn prove_partition(
         &self,
         params: &Arc<Parameters>,
-        assignment: ProvingAssignment,
+        input: PartitionInput,
         ctx: JobContext,
         partition: usize,
     ) -> Result<(Proof, PartitionTiming), BackendError>;
@@ -99,14 +103,12 @@ impl ProofBackend for CpuProofBackend {
     fn prove_partition(
         &self,
         params: &Arc<Parameters>,
-        assignment: ProvingAssignment,
+        input: PartitionInput,
         ctx: JobContext,
         partition: usize,
     ) -> Result<(Proof, PartitionTiming), BackendError> {
         let (r, s) = random_rs();
-        Ok(self
-            .prover
-            .prove(params, assignment, r, s, ctx, partition)?)
+        Ok(self.prover.prove(params, input, r, s, ctx, partition)?)
     }
 }
 

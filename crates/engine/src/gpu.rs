@@ -11,6 +11,12 @@
 //! first partition that uses them there (later ones find them resident), and freed from the
 //! device when the manager drops them from its hot tier ([`ProofBackend::release`]).
 //!
+//! A partition of a pre-compiled circuit ([`PartitionInput::Witness`]) reaches the device as
+//! its witness alone: the first one of a topology makes the circuit's matrices resident
+//! ([`GpuBackend::preload_circuit`], before its parameters when they are not resident yet), and
+//! a, b, c are then made on the device. Matrices that do not fit leave the products on the
+//! host; that is tried again once the manager frees parameters from the device.
+//!
 //! A device failure (out of memory, a kernel fault, a lost device) is
 //! [`PipelineError::Device`], which the engine reports as [`crate::EngineError::Device`]
 //! naming the device; with a CPU fallback configured the partition is proven again on the CPU
@@ -20,24 +26,37 @@
 //! Status reports each device's memory and its arena's free bytes (what new work can still
 //! take).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
+use cuzk_groth16::{Parameters, Proof};
+use cuzk_pce::PreCompiled;
 use cuzk_pipeline::gpu::{GpuBackend, GpuConfig};
-use cuzk_pipeline::{Backend, JobContext, PartitionTiming, PipelineError, Prover, ProverConfig};
+use cuzk_pipeline::{
+    Backend, JobContext, PartitionInput, PartitionTiming, PipelineError, Prover, ProverConfig,
+};
 
 pub use cuzk_pipeline::gpu::PolicyKind;
 
 use crate::backend::{random_rs, BackendError, CpuProofBackend, DeviceMemory, ProofBackend};
 use crate::EngineError;
 
+/// What a device's workers know of its residency.
+#[derive(Debug, Default)]
+struct Residency {
+    /// The pre-compiled circuits' topologies whose matrices were offered to the device: whether
+    /// they are resident (`false`: they did not fit, and their products are made on the host).
+    circuits: HashMap<[u8; 32], bool>,
+}
+
 /// One worker's backend on a CUDA device.
 #[derive(Debug)]
 pub struct GpuProofBackend {
     prover: Prover<GpuBackend>,
-    /// Held while making parameters resident, shared by the device's workers, so that two
-    /// workers starting on new parameters upload them once.
-    residency: Arc<Mutex<()>>,
+    /// Held while making parameters or pre-compiled matrices resident, shared by the device's
+    /// workers, so that two workers starting on new parameters (or a new circuit) upload them
+    /// once.
+    residency: Arc<Mutex<Residency>>,
     /// Where a partition goes again when the device fails, if anywhere.
     fallback: Option<Arc<CpuProofBackend>>,
 }
@@ -60,7 +79,7 @@ impl GpuProofBackend {
                     source: Box::new(e),
                 }
             })?;
-        let residency = Arc::new(Mutex::new(()));
+        let residency = Arc::new(Mutex::new(Residency::default()));
         Ok(gpus
             .into_iter()
             .map(|gpu| Self {
@@ -81,13 +100,16 @@ impl GpuProofBackend {
         self.gpu().gpu().info().total_memory as u64
     }
 
+    fn residency(&self) -> MutexGuard<'_, Residency> {
+        self.residency
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Makes `params` resident on the device, once for all its workers: a lookup when they
     /// are already.
     fn make_resident(&self, params: &Arc<Parameters>) -> Result<(), PipelineError> {
-        let _one = self
-            .residency
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let _one = self.residency();
         let bytes = self.gpu().preload(params)?;
         if bytes > 0 {
             let mapped = self.gpu().mapped_bytes();
@@ -101,16 +123,35 @@ impl GpuProofBackend {
         Ok(())
     }
 
+    /// Offers `circuit`'s matrices to the device once per topology, for all its workers (they
+    /// share the device's resident circuits): later partitions of that topology find them
+    /// resident, or, when they did not fit, have their products made on the host.
+    fn make_circuit_resident(&self, circuit: &PreCompiled) -> Result<(), PipelineError> {
+        let mut residency = self.residency();
+        let topology = circuit.topology();
+        if residency.circuits.contains_key(&topology) {
+            return Ok(());
+        }
+        let resident = self.gpu().preload_circuit(circuit)?;
+        residency.circuits.insert(topology, resident);
+        Ok(())
+    }
+
     fn prove_on_device(
         &self,
         params: &Arc<Parameters>,
-        assignment: ProvingAssignment,
+        input: PartitionInput,
         ctx: JobContext,
         partition: usize,
     ) -> Result<(Proof, PartitionTiming), PipelineError> {
+        // The matrices before the parameters: they take the room the parameters would
+        // otherwise have (whatever of the parameters does not fit is read in place).
+        if let PartitionInput::Witness { circuit, .. } = &input {
+            self.make_circuit_resident(circuit)?;
+        }
         self.make_resident(params)?;
         let (r, s) = random_rs();
-        self.prover.prove(params, assignment, r, s, ctx, partition)
+        self.prover.prove(params, input, r, s, ctx, partition)
     }
 }
 
@@ -122,15 +163,15 @@ impl ProofBackend for GpuProofBackend {
     fn prove_partition(
         &self,
         params: &Arc<Parameters>,
-        assignment: ProvingAssignment,
+        input: PartitionInput,
         ctx: JobContext,
         partition: usize,
     ) -> Result<(Proof, PartitionTiming), BackendError> {
         let Some(cpu) = &self.fallback else {
-            return Ok(self.prove_on_device(params, assignment, ctx, partition)?);
+            return Ok(self.prove_on_device(params, input, ctx, partition)?);
         };
-        let again = assignment.clone();
-        match self.prove_on_device(params, assignment, ctx, partition) {
+        let again = input.clone();
+        match self.prove_on_device(params, input, ctx, partition) {
             Err(PipelineError::Device { device, source }) => {
                 tracing::warn!(
                     job = ctx.job,
@@ -152,6 +193,8 @@ impl ProofBackend for GpuProofBackend {
     fn release(&self, params: &Arc<Parameters>) {
         if self.gpu().evict(params) {
             tracing::info!(device = %self.gpu().device(), "parameters freed from the device");
+            // The room they leave may fit matrices that did not: offer those again.
+            self.residency().circuits.retain(|_, resident| *resident);
         }
     }
 

@@ -19,8 +19,8 @@ use cuzk_filecoin::{
     C1Output, FilecoinError, ParamFiles, PartitionProver, PorepJob, Proven, ProverError,
     RegisteredSealProof, SectorId,
 };
-use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
-use cuzk_pipeline::JobContext;
+use cuzk_groth16::{Parameters, Proof};
+use cuzk_pipeline::{JobContext, PartitionInput};
 
 use crate::backend::{engine_error, ProofBackend};
 use crate::job::{JobRequest, ProofKind};
@@ -254,7 +254,7 @@ impl PartitionProver for EngineProver<'_> {
     fn prove(
         &mut self,
         params: &Parameters,
-        assignment: ProvingAssignment,
+        input: PartitionInput,
         partition: usize,
     ) -> Result<Proof, ProverError> {
         self.site.control.check()?;
@@ -262,7 +262,7 @@ impl PartitionProver for EngineProver<'_> {
         let (proof, _timing) = self
             .site
             .backend
-            .prove_partition(&leased, assignment, self.site.ctx, partition)
+            .prove_partition(&leased, input, self.site.ctx, partition)
             .map_err(engine_error)?;
         Ok(proof)
     }
@@ -272,7 +272,7 @@ impl PartitionProver for EngineProver<'_> {
     fn submit(
         &mut self,
         params: &Arc<Parameters>,
-        assignment: ProvingAssignment,
+        input: PartitionInput,
         partition: usize,
     ) -> Result<Proven, ProverError> {
         let leased = self.leased(params)?;
@@ -291,7 +291,7 @@ impl PartitionProver for EngineProver<'_> {
             .spread
             .get_or_insert_with(|| Spreader::new(site, kind, leased, 1));
         if !spread.stopped() {
-            spread.prove(partition, assignment);
+            spread.prove(partition, input);
         }
         if spread.stopped() {
             return Err(self.stop());
@@ -449,23 +449,29 @@ fn run_synthetic(
         }
         let part = input.partition(k);
         let synthesis = Instant::now();
-        let assignment = match pce {
+        // With pre-compiled circuits, the witness alone: the backend makes a, b, c (a GPU on
+        // the device) and checks every row there.
+        let partition_input = match pce {
             Some(store) => {
                 let key = format!("cuzk-synthetic-{}", input.log_size);
                 store
                     .get(&key, &mut || {
                         cuzk_pce::record(part.circuit()).map_err(pce_error)
                     })
-                    .and_then(|pc| pc.synthesize(part.circuit()).map_err(pce_error))
+                    .and_then(|pc| {
+                        let witness = pc.witness(part.circuit()).map_err(pce_error)?;
+                        PartitionInput::precompiled(pc, witness).map_err(pce_error)
+                    })
             }
             None => cuzk_groth16::synthesize_with_capacity(
                 part.circuit(),
                 cuzk_groth16::Capacity::of(p),
             )
+            .map(PartitionInput::from)
             .map_err(EngineError::from),
         };
         out.synthesis += synthesis.elapsed();
-        match assignment {
+        match partition_input {
             Ok(a) => spread.prove(k as usize, a),
             Err(e) => spread.fail(k as usize, e),
         }

@@ -10,8 +10,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 
-use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
-use cuzk_pipeline::JobContext;
+use cuzk_groth16::{Parameters, Proof};
+use cuzk_pipeline::{JobContext, PartitionInput};
 
 use crate::backend::{engine_error, ProofBackend};
 use crate::job::ProofKind;
@@ -32,7 +32,7 @@ pub struct PartitionTask {
     pub ctx: JobContext,
     partition: usize,
     params: Arc<Parameters>,
-    assignment: ProvingAssignment,
+    input: PartitionInput,
     control: Arc<JobControl>,
     answer: Sender<Answer>,
 }
@@ -48,7 +48,7 @@ impl PartitionTask {
         let result = self.control.check().and_then(|()| {
             std::panic::catch_unwind(AssertUnwindSafe(|| {
                 backend
-                    .prove_partition(&self.params, self.assignment, ctx, self.partition)
+                    .prove_partition(&self.params, self.input, ctx, self.partition)
                     .map(|(proof, _)| proof)
                     .map_err(engine_error)
             }))
@@ -149,15 +149,15 @@ impl<'a> Spreader<'a> {
         self.record(partition, Err(e));
     }
 
-    /// Proves `partition`: on an idle worker, or here when none is.
-    pub(crate) fn prove(&mut self, partition: usize, assignment: ProvingAssignment) {
+    /// Proves `partition` from `input`: on an idle worker, or here when none is.
+    pub(crate) fn prove(&mut self, partition: usize, input: PartitionInput) {
         let task = Box::new(PartitionTask {
             job_id: self.site.job_id.to_string(),
             kind: self.kind,
             ctx: self.site.ctx,
             partition,
             params: Arc::clone(&self.params),
-            assignment,
+            input,
             control: Arc::clone(self.site.control),
             answer: self.answer.clone(),
         });

@@ -1,15 +1,21 @@
 //! The engine in-process, on the synthetic kind: jobs end with verified proofs and timings,
 //! request ids are idempotency keys, a cancel ends a pending job at once and a running one at
 //! its next partition, and a restart on the same folder runs what had not ended and still
-//! answers for what had. (The daemon's tests drive the same through the binary.)
+//! answers for what had; with pre-compiled circuits, partitions reach the backends as their
+//! witness. (The daemon's tests drive the same through the binary.)
 
 mod common;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuzk_engine::{CpuProofBackend, Engine, EngineError, JobState, Priority, ProofBackend};
+use cuzk_engine::{
+    BackendError, CpuProofBackend, Engine, EngineError, JobState, Priority, ProofBackend,
+};
+use cuzk_groth16::{Parameters, Proof};
+use cuzk_pipeline::{JobContext, PartitionInput, PartitionTiming};
 
 use common::synthetic;
 
@@ -154,4 +160,66 @@ fn a_data_folder_serves_one_engine_at_a_time() {
     first.shutdown(Duration::from_secs(5));
     let again = engine(dir.path());
     again.shutdown(Duration::from_secs(5));
+}
+
+/// The CPU backend, counting the partitions it is handed by kind of input.
+#[derive(Debug, Default)]
+struct Counting {
+    cpu: CpuProofBackend,
+    witnesses: AtomicUsize,
+    assignments: AtomicUsize,
+}
+
+impl ProofBackend for Counting {
+    fn device(&self) -> String {
+        self.cpu.device()
+    }
+
+    fn prove_partition(
+        &self,
+        params: &Arc<Parameters>,
+        input: PartitionInput,
+        ctx: JobContext,
+        partition: usize,
+    ) -> Result<(Proof, PartitionTiming), BackendError> {
+        let count = match &input {
+            PartitionInput::Witness { .. } => &self.witnesses,
+            PartitionInput::Assignment(_) => &self.assignments,
+        };
+        count.fetch_add(1, Ordering::Relaxed);
+        self.cpu.prove_partition(params, input, ctx, partition)
+    }
+}
+
+/// With a folder of pre-compiled circuits, a synthetic job's partitions go to the backend as
+/// the circuit's witness (the backend makes a, b, c), and prove to verified proofs; without,
+/// as full assignments.
+#[test]
+fn pre_compiled_partitions_reach_the_backend_as_witnesses() {
+    for pre_compiled in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = common::config(dir.path());
+        if pre_compiled {
+            config.pce_dir = Some(dir.path().join("pce"));
+        }
+        let backend = Arc::new(Counting::default());
+        let e = Engine::start(
+            config,
+            vec![Arc::clone(&backend) as Arc<dyn ProofBackend>],
+            None,
+        )
+        .unwrap();
+        let id = e.submit(synthetic(8, 21, 3)).unwrap().job_id;
+        let out = e.await_job(&id, WAIT).unwrap();
+        assert_eq!(out.state, JobState::Completed, "{}", out.error);
+        assert_eq!(out.proof.len(), 3 * 192);
+        e.shutdown(Duration::from_secs(5));
+        let witnesses = backend.witnesses.load(Ordering::Relaxed);
+        let assignments = backend.assignments.load(Ordering::Relaxed);
+        if pre_compiled {
+            assert_eq!((witnesses, assignments), (3, 0));
+        } else {
+            assert_eq!((witnesses, assignments), (0, 3));
+        }
+    }
 }

@@ -5,7 +5,8 @@
 //! and a device failure fails its job with an error naming the device (or, with the CPU
 //! fallback, the partition is proven on the CPU), after which the next job proves on the same
 //! device. `PreloadSRS` makes parameters resident on every device before any job, and status
-//! reports each device's memory.
+//! reports each device's memory. With pre-compiled circuits, the first partition of a circuit
+//! makes its matrices resident on the device, where its partitions' a, b, c are made.
 //!
 //! Each test uses devices of its own (the emulator's injected faults are per device and tests
 //! run at once).
@@ -47,7 +48,7 @@ fn engine_with(
     per_device: usize,
     fallback: bool,
 ) -> (Engine, Vec<Arc<GpuProofBackend>>) {
-    set_device_count(8);
+    set_device_count(9);
     let fallback = fallback.then(|| Arc::new(CpuProofBackend::new(true)));
     let gpus: Vec<Arc<GpuProofBackend>> = devices
         .iter()
@@ -79,6 +80,27 @@ fn run(e: &Engine, r: JobRequest) -> (JobState, String) {
         assert_eq!(out.proof.len() % 192, 0);
     }
     (out.state, out.error)
+}
+
+#[test]
+fn pre_compiled_partitions_make_their_matrices_resident_and_prove() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config(dir.path());
+    config.pce_dir = Some(dir.path().join("pce"));
+    let (e, gpus) = engine_with(config, &[8], 2, false);
+    assert_eq!(gpus[0].gpu().circuit_bytes(), 0);
+    let (state, error) = run(&e, synthetic(6, 7, 3));
+    assert_eq!(state, JobState::Completed, "{error}");
+    assert!(
+        gpus[0].gpu().circuit_bytes() > 0,
+        "the circuit's matrices are resident"
+    );
+    // The device's workers share them: a second job (either worker) finds them there.
+    let bytes = gpus[0].gpu().circuit_bytes();
+    let (state, error) = run(&e, synthetic(6, 8, 2));
+    assert_eq!(state, JobState::Completed, "{error}");
+    assert_eq!(gpus[1].gpu().circuit_bytes(), bytes);
+    e.shutdown(Duration::from_secs(10));
 }
 
 #[test]

@@ -17,9 +17,9 @@ use std::time::Instant;
 use blstrs::Scalar;
 use cuzk_filecoin::post::PostKind;
 use cuzk_filecoin::{CircuitKind, FilecoinProof, PartitionProver, PostJobFile, ProverError};
-use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
+use cuzk_groth16::{Parameters, Proof};
 use cuzk_pipeline::gpu::{GpuBackend, GpuConfig};
-use cuzk_pipeline::{Backend, CpuBackend, JobContext, Prover, ProverConfig};
+use cuzk_pipeline::{Backend, CpuBackend, JobContext, PartitionInput, Prover, ProverConfig};
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
@@ -45,10 +45,10 @@ fn fixed_rs(k: usize) -> (Scalar, Scalar) {
 /// `prover` as cuzk-filecoin's prover, with [`fixed_rs`].
 fn with_fixed_rs<B: Backend>(
     prover: &Prover<B>,
-) -> impl FnMut(&Parameters, ProvingAssignment, usize) -> Result<Proof, ProverError> + '_ {
-    move |params, assignment, k| {
+) -> impl FnMut(&Parameters, PartitionInput, usize) -> Result<Proof, ProverError> + '_ {
+    move |params, input, k| {
         let (r, s) = fixed_rs(k);
-        let (proof, _) = prover.prove(params, assignment, r, s, JobContext::default(), k)?;
+        let (proof, _) = prover.prove(params, input, r, s, JobContext::default(), k)?;
         Ok(proof)
     }
 }

@@ -17,7 +17,8 @@
 //! - [`registered`]: registered seal proofs by number and name, sector sizes, prover ids.
 //!
 //! filecoin-proofs is used as published (CPU only, no fork or patch). This crate produces
-//! proving assignments and never depends on cuzk's pipeline: the prover is passed in.
+//! partition inputs (proving assignments, or a pre-compiled circuit's witnesses) and never
+//! depends on cuzk's pipeline: the prover is passed in.
 
 pub mod c1;
 mod error;

@@ -5,7 +5,7 @@
 //! public parameters (`StackedCompound::setup`), one circuit per partition from
 //! `StackedCompound::circuit`, the public inputs from `generate_public_inputs`. Only the
 //! Groth16 prover is cuzk's, passed in as a [`PartitionProver`], so this crate produces
-//! assignments and never depends on the pipeline. Every proof is verified before the bytes are
+//! partition inputs (assignments or witnesses) and never depends on the pipeline. Every proof is verified before the bytes are
 //! returned, with the replica id derived from the miner and sector as `verify_seal` derives it.
 
 use filecoin_hashers::{Domain, Hasher};

@@ -15,9 +15,10 @@ use std::time::{Duration, Instant};
 use bellpepper_core::Circuit;
 use blstrs::Scalar;
 use cuzk_groth16::{
-    prepare_verifying_key, synthesize_with_capacity, verify_proof, Capacity, Parameters,
-    PreparedVerifyingKey, Proof, ProvingAssignment,
+    prepare_verifying_key, synthesize_with_capacity, verify_proof, Capacity, CircuitShape,
+    Parameters, PreparedVerifyingKey, Proof,
 };
+use cuzk_pce::PartitionInput;
 
 use crate::error::FilecoinError;
 use crate::params::ParamFiles;
@@ -31,7 +32,9 @@ pub type ProverError = Box<dyn std::error::Error + Send + Sync>;
 /// Proofs a prover hands back, each with the index of its partition, in any order.
 pub type Proven = Vec<(usize, Proof)>;
 
-/// cuzk's Groth16 prover, as this crate needs it: one partition's assignment in, its proof out.
+/// cuzk's Groth16 prover, as this crate needs it: one partition's input in (a full assignment,
+/// or a pre-compiled circuit's witness when [`PartitionProver::pre_compiled`] offers one), its
+/// proof out.
 /// The caller picks `r` and `s` (random in production, fixed in tests), and may keep parameters
 /// resident between jobs by overriding [`PartitionProver::parameters`].
 ///
@@ -48,8 +51,10 @@ pub trait PartitionProver {
     }
 
     /// A pre-compiled form (cuzk-pce) of the circuit `files` names, to synthesise partitions
-    /// from their witness alone; `record` records the circuit when the caller has none yet.
-    /// By default there is none, and every partition is synthesised in full.
+    /// from their witness alone: they are then submitted as [`PartitionInput::Witness`], whose
+    /// a, b, c the prover makes. `record` records the circuit when the caller has none yet.
+    /// By default there is none, and every partition is synthesised in full
+    /// ([`PartitionInput::Assignment`]).
     fn pre_compiled(
         &mut self,
         files: &ParamFiles,
@@ -59,15 +64,15 @@ pub trait PartitionProver {
         Ok(None)
     }
 
-    /// Proves `assignment` (partition `partition` of the job) against `params`.
+    /// Proves `input` (partition `partition` of the job) against `params`.
     fn prove(
         &mut self,
         params: &Parameters,
-        assignment: ProvingAssignment,
+        input: PartitionInput,
         partition: usize,
     ) -> Result<Proof, ProverError>;
 
-    /// Starts proving `assignment` (partition `partition`) against `params` (the Arc
+    /// Starts proving `input` (partition `partition`) against `params` (the Arc
     /// [`PartitionProver::parameters`] returned), and returns the proofs finished since the last
     /// call, of this partition or earlier ones. An error is that of a submitted partition: the
     /// job stops, and the prover must have stopped the rest of its partitions before returning
@@ -75,10 +80,10 @@ pub trait PartitionProver {
     fn submit(
         &mut self,
         params: &Arc<Parameters>,
-        assignment: ProvingAssignment,
+        input: PartitionInput,
         partition: usize,
     ) -> Result<Proven, ProverError> {
-        let proof = self.prove(params, assignment, partition)?;
+        let proof = self.prove(params, input, partition)?;
         Ok(vec![(partition, proof)])
     }
 
@@ -96,23 +101,24 @@ pub trait PartitionProver {
 
 impl<F> PartitionProver for F
 where
-    F: FnMut(&Parameters, ProvingAssignment, usize) -> Result<Proof, ProverError>,
+    F: FnMut(&Parameters, PartitionInput, usize) -> Result<Proof, ProverError>,
 {
     fn prove(
         &mut self,
         params: &Parameters,
-        assignment: ProvingAssignment,
+        input: PartitionInput,
         partition: usize,
     ) -> Result<Proof, ProverError> {
-        self(params, assignment, partition)
+        self(params, input, partition)
     }
 }
 
 /// How long each step of one partition took.
 #[derive(Clone, Debug, Default)]
 pub struct PartitionReport {
-    /// Building the circuit and synthesising it into an assignment, and checking it. The first
-    /// partition's excludes the wait for the parameters, which load beside it.
+    /// Building the circuit and synthesising it into the prover's input (a full assignment, or
+    /// a pre-compiled circuit's witness), and checking it. The first partition's excludes the
+    /// wait for the parameters, which load beside it.
     pub synthesis: Duration,
     /// From submitting the partition to the prover until its proof came back. A prover that
     /// proves as it is submitted (the default) makes this the proving time; one that proves
@@ -167,11 +173,11 @@ pub(crate) fn prove_partitions<C: Circuit<Scalar> + Send>(
                 prover.pre_compiled(files, &mut || Ok(cuzk_pce::record(circuit(k)?.0)?))?;
             // Time spent waiting for the parameters after synthesis finished, not synthesis's.
             let mut waited = Duration::ZERO;
-            let assignment = match &loaded {
+            let input = match &loaded {
                 Some((params, _)) => synthesize(this, pre_compiled, Capacity::of(params))?,
                 None => {
                     let capacity = files.capacity().unwrap_or_default();
-                    let (params, assignment) = std::thread::scope(|scope| {
+                    let (params, input) = std::thread::scope(|scope| {
                         let synthesis = scope.spawn(move || {
                             (synthesize(this, pre_compiled, capacity), Instant::now())
                         });
@@ -182,33 +188,38 @@ pub(crate) fn prove_partitions<C: Circuit<Scalar> + Send>(
                         });
                         let load_end = Instant::now();
                         load_params = load_end - load_start;
-                        let (assignment, synthesis_end) = synthesis
+                        let (input, synthesis_end) = synthesis
                             .join()
                             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
                         waited = load_end.saturating_duration_since(synthesis_end);
-                        (params, assignment)
+                        (params, input)
                     });
                     // A parameter file that cannot be read is the first thing to report.
                     let params = params?;
-                    let assignment = assignment?;
+                    let input = input?;
                     loaded = Some(params);
-                    assignment
+                    input
                 }
             };
             let (params, pvk) = loaded.as_ref().expect("loaded with the first partition");
-            check_fits(&assignment, params, files, &inputs)?;
-            if let Some(constraint) = assignment.first_unsatisfied() {
-                return Err(FilecoinError::Unsatisfied {
-                    partition: k,
-                    constraint,
-                });
+            check_fits(&input.shape(), params, files, &inputs)?;
+            // A pre-compiled circuit's witness has no a, b, c yet: it is checked row by row where
+            // its products are made (the prover's backend, on the host or the device), and an
+            // unsatisfied row is the prover's error.
+            if let PartitionInput::Assignment(assignment) = &input {
+                if let Some(constraint) = assignment.first_unsatisfied() {
+                    return Err(FilecoinError::Unsatisfied {
+                        partition: k,
+                        constraint,
+                    });
+                }
             }
-            job.reports[k].constraints = assignment.num_constraints();
+            job.reports[k].constraints = input.num_constraints();
             job.reports[k].synthesis = start.elapsed().saturating_sub(waited);
             job.inputs[k] = Some(inputs);
             job.submitted[k] = Some(Instant::now());
             let proven = prover
-                .submit(params, assignment, k)
+                .submit(params, input, k)
                 .map_err(FilecoinError::Prover)?;
             job.collect(pvk, proven)?;
         }
@@ -235,15 +246,19 @@ pub(crate) fn prove_partitions<C: Circuit<Scalar> + Send>(
     })
 }
 
-/// Synthesises one partition, from its pre-compiled form when there is one.
+/// Synthesises one partition: with a pre-compiled form, its witness alone (the prover makes
+/// a, b, c from the circuit's matrices); else in full, into an assignment.
 fn synthesize<C: Circuit<Scalar>>(
     circuit: C,
     pre_compiled: Option<Arc<cuzk_pce::PreCompiled>>,
     capacity: Capacity,
-) -> Result<ProvingAssignment, FilecoinError> {
+) -> Result<PartitionInput, FilecoinError> {
     Ok(match pre_compiled {
-        Some(pc) => pc.synthesize(circuit)?,
-        None => synthesize_with_capacity(circuit, capacity)?,
+        Some(pc) => {
+            let witness = pc.witness(circuit)?;
+            PartitionInput::precompiled(pc, witness)?
+        }
+        None => synthesize_with_capacity(circuit, capacity)?.into(),
     })
 }
 
@@ -299,9 +314,10 @@ pub fn read_checked(files: &ParamFiles) -> Result<Parameters, FilecoinError> {
     Ok(params)
 }
 
-/// Parameters of another circuit show as sizes that disagree with the assignment's.
+/// Parameters of another circuit show as counts (`shape`: the partition input's) that disagree
+/// with the parameters' sizes.
 fn check_fits(
-    a: &ProvingAssignment,
+    shape: &CircuitShape<'_>,
     params: &Parameters,
     files: &ParamFiles,
     inputs: &[blstrs::Scalar],
@@ -310,21 +326,21 @@ fn check_fits(
         path: files.params.clone(),
         detail,
     };
-    if a.input.len() != params.vk.ic.len() || inputs.len() + 1 != a.input.len() {
+    if shape.num_inputs != params.vk.ic.len() || inputs.len() + 1 != shape.num_inputs {
         return Err(mismatch(format!(
             "the circuit has {} public inputs, the parameters {}",
-            a.input.len(),
+            shape.num_inputs,
             params.vk.ic.len()
         )));
     }
-    if a.aux.len() != params.l.len() {
+    if shape.num_aux != params.l.len() {
         return Err(mismatch(format!(
             "the circuit has {} private variables, the parameters {}",
-            a.aux.len(),
+            shape.num_aux,
             params.l.len()
         )));
     }
-    let domain = a.num_constraints().next_power_of_two();
+    let domain = shape.num_constraints.next_power_of_two();
     if domain != params.h.len() + 1 {
         return Err(mismatch(format!(
             "the circuit needs a domain of {} points, the parameters have {}",
@@ -342,7 +358,8 @@ mod tests {
     use std::path::PathBuf;
 
     use bellpepper_core::{ConstraintSystem, SynthesisError};
-    use cuzk_pipeline::{CpuBackend, Prover, ProverConfig};
+    use cuzk_groth16::Groth16Error;
+    use cuzk_pipeline::{CpuBackend, JobContext, PipelineError, Prover, ProverConfig};
     use ff::Field;
     use rand_core::SeedableRng;
 
@@ -396,13 +413,16 @@ mod tests {
     }
 
     /// Proves with the CPU pipeline as partitions are submitted, and hands the proofs back
-    /// later, as `mode` says.
+    /// later, as `mode` says. With `pre_compiled`, it offers the circuit's pre-compiled form.
     struct Toy {
         params: Arc<Parameters>,
         prover: Prover<CpuBackend>,
         mode: Mode,
         held: Proven,
         abandoned: bool,
+        pre_compiled: Option<Arc<cuzk_pce::PreCompiled>>,
+        /// Partitions submitted as a pre-compiled circuit's witness.
+        witnesses: usize,
     }
 
     impl Toy {
@@ -416,6 +436,18 @@ mod tests {
                 mode,
                 held: Vec::new(),
                 abandoned: false,
+                pre_compiled: None,
+                witnesses: 0,
+            }
+        }
+
+        /// Offers the toy circuit's pre-compiled form, recorded by the loop.
+        fn pre_compiled(mode: Mode) -> Self {
+            let recording = cuzk_pce::record(circuit(0).unwrap().0).unwrap();
+            let pc = cuzk_pce::PreCompiled::from_recording(&recording).unwrap();
+            Self {
+                pre_compiled: Some(Arc::new(pc)),
+                ..Self::new(mode)
             }
         }
     }
@@ -425,10 +457,18 @@ mod tests {
             Ok(Arc::clone(&self.params))
         }
 
+        fn pre_compiled(
+            &mut self,
+            _: &ParamFiles,
+            _: &mut dyn FnMut() -> Result<cuzk_pce::Recording, FilecoinError>,
+        ) -> Result<Option<Arc<cuzk_pce::PreCompiled>>, FilecoinError> {
+            Ok(self.pre_compiled.clone())
+        }
+
         fn prove(
             &mut self,
             _: &Parameters,
-            _: ProvingAssignment,
+            _: PartitionInput,
             _: usize,
         ) -> Result<Proof, ProverError> {
             unreachable!("the loop submits")
@@ -437,16 +477,26 @@ mod tests {
         fn submit(
             &mut self,
             params: &Arc<Parameters>,
-            assignment: ProvingAssignment,
+            input: PartitionInput,
             partition: usize,
         ) -> Result<Proven, ProverError> {
             assert!(Arc::ptr_eq(params, &self.params));
+            match &input {
+                PartitionInput::Assignment(_) => assert!(self.pre_compiled.is_none()),
+                PartitionInput::Witness { circuit, .. } => {
+                    let pc = self
+                        .pre_compiled
+                        .as_ref()
+                        .expect("offered a pre-compiled form");
+                    assert!(Arc::ptr_eq(circuit, pc));
+                    self.witnesses += 1;
+                }
+            }
             let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(partition as u64);
             let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-            let proof = self
-                .prover
-                .prove_batch(params, vec![assignment], &[r], &[s], 0)?;
-            let mut proof = proof.into_iter().next().unwrap().0;
+            let (mut proof, _) =
+                self.prover
+                    .prove(params, input, r, s, JobContext::default(), 0)?;
             if self.mode == Mode::Swapped && partition == 2 {
                 proof = self.held.last().unwrap().1;
             }
@@ -520,6 +570,45 @@ mod tests {
             "{e}"
         );
         assert_eq!(toy.held.len(), 1, "only partition 0 was submitted");
+        assert!(toy.abandoned);
+    }
+
+    /// With a pre-compiled circuit, partitions reach the prover as its witness: they prove to
+    /// the same bytes as full synthesis's assignments, and a partition that does not hold is
+    /// the prover's error (its rows are checked where a, b, c are made), which abandons the job.
+    #[test]
+    fn a_pre_compiled_circuit_submits_witnesses_checked_by_the_prover() {
+        let mut full = Toy::new(Mode::Late);
+        let expected = prove_partitions(&files(), 4, &mut full, circuit).unwrap();
+        let mut toy = Toy::pre_compiled(Mode::Late);
+        let proof = prove_partitions(&files(), 4, &mut toy, circuit).unwrap();
+        assert_eq!(toy.witnesses, 4);
+        assert_eq!(proof.bytes, expected.bytes);
+        for report in &proof.partitions {
+            assert_eq!(report.constraints, 3);
+        }
+
+        let mut toy = Toy::pre_compiled(Mode::Reversed);
+        let e = prove_partitions(&files(), 3, &mut toy, |k| {
+            let (mut c, inputs) = circuit(k)?;
+            if k == 1 {
+                c.y += Scalar::ONE;
+            }
+            Ok((c, inputs))
+        })
+        .unwrap_err();
+        let FilecoinError::Prover(inner) = &e else {
+            panic!("expected the prover's error, got {e}");
+        };
+        assert!(
+            matches!(
+                inner.downcast_ref::<PipelineError>(),
+                Some(PipelineError::Groth16(Groth16Error::Unsatisfied { .. }))
+            ),
+            "{e}"
+        );
+        assert_eq!(toy.witnesses, 2, "partitions 0 and 1 were submitted");
+        assert_eq!(toy.held.len(), 1, "only partition 0 was proven");
         assert!(toy.abandoned);
     }
 }

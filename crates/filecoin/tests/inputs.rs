@@ -13,7 +13,8 @@ use cuzk_filecoin::porep::param_files;
 use cuzk_filecoin::{
     C1Output, FilecoinError, PorepJob, PostJobFile, RegisteredSealProof, SectorId, SnapJobFile,
 };
-use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
+use cuzk_groth16::{Parameters, Proof};
+use cuzk_pipeline::PartitionInput;
 use rand_core::SeedableRng;
 
 const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filecoin");
@@ -332,6 +333,6 @@ fn parameters_of_another_circuit() {
 
 type ProveResult = Result<Proof, Box<dyn std::error::Error + Send + Sync>>;
 
-fn never_prover() -> impl FnMut(&Parameters, ProvingAssignment, usize) -> ProveResult {
+fn never_prover() -> impl FnMut(&Parameters, PartitionInput, usize) -> ProveResult {
     |_, _, _| panic!("bad input reached the prover")
 }

@@ -13,7 +13,8 @@ use std::sync::OnceLock;
 use cuzk_filecoin::filecoin_proofs::SectorShape2KiB;
 use cuzk_filecoin::porep::generate_params;
 use cuzk_filecoin::{C1Output, FilecoinError, PorepJob, RegisteredSealProof, SectorId};
-use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
+use cuzk_groth16::{Parameters, Proof};
+use cuzk_pipeline::PartitionInput;
 
 mod common;
 
@@ -67,7 +68,7 @@ fn tampered_vanilla_proofs_are_unsatisfied() {
     };
     let job = PorepJob::new(&tampered, SECTOR).unwrap();
     let never = |_: &Parameters,
-                 _: ProvingAssignment,
+                 _: PartitionInput,
                  _: usize|
      -> Result<Proof, Box<dyn std::error::Error + Send + Sync>> {
         panic!("an unsatisfied circuit reached the prover")

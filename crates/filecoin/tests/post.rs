@@ -7,7 +7,8 @@
 use cuzk_filecoin::filecoin_proofs::SectorShape2KiB;
 use cuzk_filecoin::post::{post_circuits, PostJob, PostKind};
 use cuzk_filecoin::{FilecoinError, PostJobFile};
-use cuzk_groth16::{Parameters, ProvingAssignment};
+use cuzk_groth16::Parameters;
+use cuzk_pipeline::PartitionInput;
 
 mod common;
 
@@ -38,7 +39,7 @@ fn winning_post_bad_input() {
     let case = case(PostKind::Winning);
     let dir = tempfile::tempdir().unwrap();
     let never = |_: &Parameters,
-                 _: ProvingAssignment,
+                 _: PartitionInput,
                  _: usize|
      -> Result<cuzk_groth16::Proof, Box<dyn std::error::Error + Send + Sync>> {
         panic!("bad input reached the prover")

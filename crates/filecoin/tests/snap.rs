@@ -6,7 +6,8 @@
 use cuzk_filecoin::filecoin_proofs::SectorShape2KiB;
 use cuzk_filecoin::snap::SnapJob;
 use cuzk_filecoin::{FilecoinError, SnapJobFile};
-use cuzk_groth16::{Parameters, Proof, ProvingAssignment};
+use cuzk_groth16::{Parameters, Proof};
+use cuzk_pipeline::PartitionInput;
 
 mod common;
 
@@ -28,7 +29,7 @@ fn snap_bad_input() {
     let case = case();
     let dir = tempfile::tempdir().unwrap();
     let mut never = |_: &Parameters,
-                     _: ProvingAssignment,
+                     _: PartitionInput,
                      _: usize|
      -> Result<Proof, Box<dyn std::error::Error + Send + Sync>> {
         panic!("bad input reached the prover")

@@ -15,8 +15,8 @@ use cuzk_filecoin::snap::{generate_snap_params, snap_circuits, snap_param_files,
 use cuzk_filecoin::{
     C1Output, PartitionProver, PorepJob, PostJobFile, RegisteredSealProof, SectorId, SnapJobFile,
 };
-use cuzk_groth16::{Parameters, ProvingAssignment};
-use cuzk_pipeline::{CpuBackend, Prover, ProverConfig};
+use cuzk_groth16::Parameters;
+use cuzk_pipeline::{CpuBackend, JobContext, PartitionInput, Prover, ProverConfig};
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
@@ -50,11 +50,10 @@ pub fn fixed_rs(seed: u64, k: usize) -> (Scalar, Scalar) {
 /// cuzk's pipeline with r, s fixed by the partition index.
 pub fn cuzk_prover(seed: u64) -> impl PartitionProver {
     let prover = Prover::new(CpuBackend, ProverConfig::default());
-    move |params: &Parameters, a: ProvingAssignment, k: usize| {
+    move |params: &Parameters, input: PartitionInput, k: usize| {
         let (r, s) = fixed_rs(seed, k);
         Ok(prover
-            .prove_batch(params, vec![a], &[r], &[s], 0)?
-            .remove(0)
+            .prove(params, input, r, s, JobContext::default(), 0)?
             .0)
     }
 }
