@@ -490,3 +490,25 @@ fn the_device_image_carries_the_matrices() {
         "{per_nonzero} bytes a non-zero"
     );
 }
+
+/// A witness goes to a prover only with the circuit it was computed for: another topology's
+/// circuit is refused, with both hashes' prefixes named.
+#[test]
+fn a_witness_is_proved_only_with_its_own_circuit() {
+    let small = std::sync::Arc::new(
+        PreCompiled::from_recording(&record(PorepShaped::new(8, 0)).unwrap()).unwrap(),
+    );
+    let large = std::sync::Arc::new(
+        PreCompiled::from_recording(&record(PorepShaped::new(10, 0)).unwrap()).unwrap(),
+    );
+    let witness = small.witness(PorepShaped::new(8, 1)).unwrap();
+    match cuzk_pce::PartitionInput::precompiled(large.clone(), witness.clone()) {
+        Err(PceError::TopologyMismatch { what, .. }) => assert!(what.contains("topology")),
+        other => panic!("{other:?}"),
+    }
+    let input = cuzk_pce::PartitionInput::precompiled(small.clone(), witness).unwrap();
+    assert_eq!(input.num_constraints(), small.num_constraints());
+    let shape = input.shape();
+    assert_eq!(shape.num_aux, small.num_aux());
+    assert_eq!(shape.a_aux_density, &small.densities()[0]);
+}
