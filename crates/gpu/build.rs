@@ -1,6 +1,7 @@
 //! With the `cuda` feature, compiles `kernels/field/*.cu` into `$OUT_DIR/field.fatbin`. With the
-//! `emu` feature, compiles the MSM, NTT and pre-compiled-circuit kernels for the host with the C++ compiler into a
-//! static library that the emulated driver (`src/emu/`) launches them from (`kernels/emu/`).
+//! `emu` feature, compiles the MSM, NTT and pre-compiled-circuit kernels for the host with the C++
+//! compiler into a static library that the emulated driver (`src/emu/`) launches them from
+//! (`kernels/emu/`).
 use std::path::PathBuf;
 use std::process::Command;
 

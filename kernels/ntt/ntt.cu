@@ -30,6 +30,7 @@
 // 2^(k+m)·32 bytes (none when the pass has a single round). Memory traffic per pass: each element
 // read and written once (32 bytes each way), plus twiddle reads that hit L1/L2.
 #include "field/fr.cuh"
+#include "field/fr_io.cuh"
 
 // A kernel's dynamic shared memory, 16-byte aligned (the host emulator defines its own).
 #ifndef CUZK_DYNAMIC_SHARED
@@ -59,26 +60,9 @@ static_assert(sizeof(NttPassParams) == 40, "mirrored in Rust");
 
 namespace ntt {
 
-FR_D fr_t load(const uint4* base, uint64_t i) {
-    uint4 a = base[2 * i], b = base[2 * i + 1];
-    fr_t r;
-    r.l[0] = a.x; r.l[1] = a.y; r.l[2] = a.z; r.l[3] = a.w;
-    r.l[4] = b.x; r.l[5] = b.y; r.l[6] = b.z; r.l[7] = b.w;
-    return r;
-}
-
-FR_D fr_t load_ro(const uint4* base, uint64_t i) {
-    uint4 a = __ldg(base + 2 * i), b = __ldg(base + 2 * i + 1);
-    fr_t r;
-    r.l[0] = a.x; r.l[1] = a.y; r.l[2] = a.z; r.l[3] = a.w;
-    r.l[4] = b.x; r.l[5] = b.y; r.l[6] = b.z; r.l[7] = b.w;
-    return r;
-}
-
-FR_D void store(uint4* base, uint64_t i, const fr_t& r) {
-    base[2 * i] = make_uint4(r.l[0], r.l[1], r.l[2], r.l[3]);
-    base[2 * i + 1] = make_uint4(r.l[4], r.l[5], r.l[6], r.l[7]);
-}
+using fr_io::load;
+using fr_io::load_ro;
+using fr_io::store;
 
 FR_D uint32_t bitrev(uint32_t x, uint32_t bits) { return bits == 0 ? 0 : __brev(x) >> (32 - bits); }
 

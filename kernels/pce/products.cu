@@ -1,7 +1,8 @@
 // A pre-compiled circuit's products on the device: a = A·z, b = B·z, c = C·z over every row of
 // the constraint system, each row's a·b = c checked, written straight into the NTT's input
 // (a ‖ b ‖ c, each n elements; rows past the circuit's are zero, the domain's padding). Rust
-// launch wrapper: crates/pce/src/gpu.rs (`GpuProducts`); the image it reads: crates/pce/src/image.rs.
+// launch wrapper: crates/pce/src/gpu.rs (`GpuProducts`); the image it reads:
+// crates/pce/src/image.rs.
 //
 // Algorithm. One thread per row r < n. For each matrix, the row's entries (CSR: row pointers,
 // 32-bit columns, narrow coefficient ids) are summed in registers: a column's value is read from
@@ -16,6 +17,7 @@
 // 4 bytes a column, id_bytes an id), one 32-byte value read per non-zero entry (neighbouring rows
 // read neighbouring variables, mostly from L2), 3·32·n bytes written.
 #include "field/fr.cuh"
+#include "field/fr_io.cuh"
 
 // Where each section lies in the image, in 32-bit words from its start (see image.rs).
 struct PceProductsParams {
@@ -32,18 +34,8 @@ static_assert(sizeof(PceProductsParams) == 104, "mirrored by crates/pce/src/gpu.
 
 namespace pce {
 
-FR_D fr_t load(const uint4* base, uint64_t i) {
-    uint4 a = __ldg(base + 2 * i), b = __ldg(base + 2 * i + 1);
-    fr_t r;
-    r.l[0] = a.x; r.l[1] = a.y; r.l[2] = a.z; r.l[3] = a.w;
-    r.l[4] = b.x; r.l[5] = b.y; r.l[6] = b.z; r.l[7] = b.w;
-    return r;
-}
-
-FR_D void store(uint4* base, uint64_t i, const fr_t& r) {
-    base[2 * i] = make_uint4(r.l[0], r.l[1], r.l[2], r.l[3]);
-    base[2 * i + 1] = make_uint4(r.l[4], r.l[5], r.l[6], r.l[7]);
-}
+using fr_io::load_ro;
+using fr_io::store;
 
 FR_D bool equal(const fr_t& x, const fr_t& y) {
     uint32_t diff = 0;
@@ -70,7 +62,7 @@ FR_D fr_t row(const uint32_t* image, const PceProductsParams& p, int m, const ui
         const uint32_t col = __ldg(cols + e);
         const uint64_t at = (col & 0x80000000u) ? (uint64_t)(col & 0x7fffffffu)
                                                 : (uint64_t)p.num_inputs + col;
-        const fr_t x = load(values, at);
+        const fr_t x = load_ro(values, at);
         if (x.is_zero()) continue;
         const uint32_t k = coeff_id(ids, p.id_bytes, e);
         if (k == 0) {
@@ -78,7 +70,7 @@ FR_D fr_t row(const uint32_t* image, const PceProductsParams& p, int m, const ui
         } else if (k == 1) {
             acc = fr_sub(acc, x);
         } else {
-            acc = fr_add(acc, fr_mul(x, load(coeffs, k)));
+            acc = fr_add(acc, fr_mul(x, load_ro(coeffs, k)));
         }
     }
     return acc;

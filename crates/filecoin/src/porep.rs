@@ -5,8 +5,9 @@
 //! public parameters (`StackedCompound::setup`), one circuit per partition from
 //! `StackedCompound::circuit`, the public inputs from `generate_public_inputs`. Only the
 //! Groth16 prover is cuzk's, passed in as a [`PartitionProver`], so this crate produces
-//! partition inputs (assignments or witnesses) and never depends on the pipeline. Every proof is verified before the bytes are
-//! returned, with the replica id derived from the miner and sector as `verify_seal` derives it.
+//! partition inputs (assignments or witnesses) and never depends on the pipeline. Every proof is
+//! verified before the bytes are returned, with the replica id derived from the miner and sector
+//! as `verify_seal` derives it.
 
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{

@@ -389,6 +389,15 @@ mod tests {
         Ok((Square { x, y: x.square() }, vec![x.square()]))
     }
 
+    /// [`circuit`], except that partition 1's constraint does not hold.
+    fn broken_at_1(k: usize) -> Result<(Square, Vec<Scalar>), FilecoinError> {
+        let (mut c, inputs) = circuit(k)?;
+        if k == 1 {
+            c.y += Scalar::ONE;
+        }
+        Ok((c, inputs))
+    }
+
     fn files() -> ParamFiles {
         ParamFiles {
             id: "square".into(),
@@ -557,14 +566,7 @@ mod tests {
         // A partition that does not hold fails the job before it reaches the prover; the one
         // before it, submitted, is abandoned.
         let mut toy = Toy::new(Mode::Reversed);
-        let e = prove_partitions(&files(), 3, &mut toy, |k| {
-            let (mut c, inputs) = circuit(k)?;
-            if k == 1 {
-                c.y += Scalar::ONE;
-            }
-            Ok((c, inputs))
-        })
-        .unwrap_err();
+        let e = prove_partitions(&files(), 3, &mut toy, broken_at_1).unwrap_err();
         assert!(
             matches!(e, FilecoinError::Unsatisfied { partition: 1, .. }),
             "{e}"
@@ -589,14 +591,7 @@ mod tests {
         }
 
         let mut toy = Toy::pre_compiled(Mode::Reversed);
-        let e = prove_partitions(&files(), 3, &mut toy, |k| {
-            let (mut c, inputs) = circuit(k)?;
-            if k == 1 {
-                c.y += Scalar::ONE;
-            }
-            Ok((c, inputs))
-        })
-        .unwrap_err();
+        let e = prove_partitions(&files(), 3, &mut toy, broken_at_1).unwrap_err();
         let FilecoinError::Prover(inner) = &e else {
             panic!("expected the prover's error, got {e}");
         };

@@ -186,8 +186,8 @@ impl GpuProducts {
         // SAFETY: `pce_products(uint4* abc, uint32_t* first_bad, const uint4* values,
         // const uint32_t* image, PceProductsParams p)`: abc holds 3·n elements, first_bad one
         // word, values num_inputs + num_aux elements (all checked above); the image is
-        // `layout.words` words (checked by `DeviceMatrices::new`) made by `PreCompiled::device_image`, whose sections lie
-        // where `layout` says, whose row pointers are non-decreasing and end at each matrix's
+        // `layout.words` words (checked by `DeviceMatrices::new`) made by
+        // `PreCompiled::device_image`, whose sections lie where `layout` says, whose row pointers are non-decreasing and end at each matrix's
         // entry count, and whose columns and ids are in range (`PreCompiled` checked them when
         // opening the file), so every read stays inside image and values; threads at or past n
         // return.

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use cuzk_field::Scalar;
 use cuzk_groth16::{CircuitShape, ProvingAssignment};
 
 use crate::compiled::{PreCompiled, Witness};
@@ -45,28 +46,33 @@ impl PartitionInput {
         }
     }
 
+    /// The public inputs (the constant one first) and the private values.
+    pub fn values(&self) -> (&[Scalar], &[Scalar]) {
+        match self {
+            PartitionInput::Assignment(asg) => (&asg.input, &asg.aux),
+            PartitionInput::Witness { witness, .. } => (witness.input(), witness.aux()),
+        }
+    }
+
     /// The counts and densities that decide the parameters' sizes.
     pub fn shape(&self) -> CircuitShape<'_> {
-        match self {
-            PartitionInput::Assignment(asg) => CircuitShape {
-                num_constraints: asg.num_constraints(),
-                num_inputs: asg.input.len(),
-                num_aux: asg.aux.len(),
-                a_aux_density: &asg.a_aux_density,
-                b_input_density: &asg.b_input_density,
-                b_aux_density: &asg.b_aux_density,
-            },
-            PartitionInput::Witness { circuit, witness } => {
-                let [a_aux_density, b_input_density, b_aux_density] = circuit.densities();
-                CircuitShape {
-                    num_constraints: circuit.num_constraints(),
-                    num_inputs: witness.input().len(),
-                    num_aux: witness.aux().len(),
-                    a_aux_density,
-                    b_input_density,
-                    b_aux_density,
-                }
+        let (input, aux) = self.values();
+        let [a_aux_density, b_input_density, b_aux_density] = match self {
+            PartitionInput::Assignment(asg) => {
+                [&asg.a_aux_density, &asg.b_input_density, &asg.b_aux_density]
             }
+            PartitionInput::Witness { circuit, .. } => {
+                let [a, b_input, b_aux] = circuit.densities();
+                [a, b_input, b_aux]
+            }
+        };
+        CircuitShape {
+            num_constraints: self.num_constraints(),
+            num_inputs: input.len(),
+            num_aux: aux.len(),
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
         }
     }
 }

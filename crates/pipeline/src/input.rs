@@ -13,24 +13,14 @@ use crate::PipelineError;
 
 /// The values and densities the query sums read.
 pub(crate) fn values(input: &PartitionInput) -> Witness<'_> {
-    match input {
-        PartitionInput::Assignment(asg) => Witness {
-            input: &asg.input,
-            aux: &asg.aux,
-            a_aux_density: &asg.a_aux_density,
-            b_input_density: &asg.b_input_density,
-            b_aux_density: &asg.b_aux_density,
-        },
-        PartitionInput::Witness { circuit, witness } => {
-            let [a_aux_density, b_input_density, b_aux_density] = circuit.densities();
-            Witness {
-                input: witness.input(),
-                aux: witness.aux(),
-                a_aux_density,
-                b_input_density,
-                b_aux_density,
-            }
-        }
+    let (values, aux) = input.values();
+    let shape = input.shape();
+    Witness {
+        input: values,
+        aux,
+        a_aux_density: shape.a_aux_density,
+        b_input_density: shape.b_input_density,
+        b_aux_density: shape.b_aux_density,
     }
 }
 

@@ -7,9 +7,10 @@
 //!   the device from the values, its matrices resident (`products`: the witness is the only
 //!   upload), or host vectors copied up through two pinned staging buffers (the host fills one
 //!   while the device copies the other: pageable memory goes up at a tenth of the link's speed).
-//! - `ntt_h`: the inverse NTTs and the coset NTTs run on the three at once, `ntt_h_pointwise` writes `(a·b − c)/Z` into the
-//!   `h` buffer, the coset inverse NTT runs on it, and `h` stays on the device: `msm_h` reads it
-//!   where the NTT left it. Nothing returns to the host between the two stages.
+//! - `ntt_h`: the inverse NTTs and the coset NTTs run on the three at once, `ntt_h_pointwise`
+//!   writes `(a·b − c)/Z` into the `h` buffer, the coset inverse NTT runs on it, and `h` stays
+//!   on the device: `msm_h` reads it where the NTT left it. Nothing returns to the host between
+//!   the two stages.
 //! - Parameters preloaded with [`GpuBackend::preload`] are resident: their bases are copied to
 //!   the device once and serve every later proof of that circuit (`msm_h` over `h`, the batch
 //!   additions over L, A, B₁, B₂). Bases that are not resident stream from host memory, each
@@ -330,6 +331,20 @@ impl GpuBackend {
         tables::needed_bytes(
             PartitionShape::bound(params).domain,
             self.share.arena.granule(),
+        )
+    }
+
+    /// Arena bytes that residency may still take: what is left beside every resident region,
+    /// one partition of `shape` ([`GpuBackend::demand`], staged and compute parts together) and
+    /// the NTT tables of its domain.
+    fn room_beside_a_partition(&self, shape: PartitionShape) -> u64 {
+        let arena = &self.share.arena;
+        let demand = self.demand(shape);
+        arena.capacity().saturating_sub(
+            arena.stats().resident
+                + tables::needed_bytes(shape.domain, arena.granule())
+                + demand.stage_bytes
+                + demand.compute_bytes,
         )
     }
 

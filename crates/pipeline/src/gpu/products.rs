@@ -18,8 +18,7 @@ use cuzk_groth16::Groth16Error;
 use cuzk_pce::gpu::DeviceMatrices;
 use cuzk_pce::PreCompiled;
 
-use super::memory::demand;
-use super::{on, tables, GpuBackend, GpuBackendError};
+use super::{on, GpuBackend, GpuBackendError};
 use crate::backend::PartitionShape;
 use crate::input::Evaluations;
 use crate::PipelineError;
@@ -49,14 +48,7 @@ impl GpuBackend {
             tail_g2: values,
             ones: values,
         };
-        let arena = &self.share.arena;
-        let partition = demand(&self.msm, shape, arena.granule());
-        let room = arena.capacity().saturating_sub(
-            arena.stats().resident
-                + tables::needed_bytes(shape.domain, arena.granule())
-                + partition.stage_bytes
-                + partition.compute_bytes,
-        );
+        let room = self.room_beside_a_partition(shape);
         if layout.bytes() > room {
             tracing::info!(
                 device = %self.name,
@@ -148,12 +140,9 @@ impl GpuBackend {
             None => self.upload_values(witness.input(), witness.aux())?,
         };
         let stream = self.msm.stream();
+        let mut abc = self.alloc_abc(n)?;
         let memory = self.workspace();
-        let workspace = memory.get();
-        let mut abc = alloc_in::<FrLimbs>(workspace, stream, 3 * n)
-            .map_err(GpuBackendError::gpu("allocating a, b, c"))
-            .map_err(&err)?;
-        let mut first_bad = alloc_in::<u32>(workspace, stream, 1)
+        let mut first_bad = alloc_in::<u32>(memory.get(), stream, 1)
             .map_err(GpuBackendError::gpu("allocating the products' check"))
             .map_err(&err)?;
         stream
@@ -191,15 +180,19 @@ impl GpuBackend {
     ) -> Result<DeviceBuffer<FrLimbs>, PipelineError> {
         let err = on(&self.name);
         let stream = self.msm.stream();
-        let memory = self.workspace();
-        let workspace = memory.get();
-        let mut abc = alloc_in::<FrLimbs>(workspace, stream, 3 * n)
-            .map_err(GpuBackendError::gpu("allocating a, b, c"))
-            .map_err(&err)?;
+        let mut abc = self.alloc_abc(n)?;
         for (i, v) in vectors.into_iter().enumerate() {
             self.upload_staged(stream, scalars_as_limbs(&v), &mut abc, i * n)
                 .map_err(&err)?;
         }
         Ok(abc)
+    }
+
+    /// One buffer of the reservation for a ‖ b ‖ c, each `n` long.
+    fn alloc_abc(&self, n: usize) -> Result<DeviceBuffer<FrLimbs>, PipelineError> {
+        let memory = self.workspace();
+        alloc_in::<FrLimbs>(memory.get(), self.msm.stream(), 3 * n)
+            .map_err(GpuBackendError::gpu("allocating a, b, c"))
+            .map_err(on(&self.name))
     }
 }

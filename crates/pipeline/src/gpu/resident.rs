@@ -14,6 +14,7 @@ use cuzk_msm::{G1, G2};
 use cuzk_vram::VramError;
 
 use super::{on, GpuBackend, GpuBackendError};
+use crate::backend::PartitionShape;
 use crate::query::Query;
 use crate::PipelineError;
 
@@ -107,10 +108,7 @@ impl GpuBackend {
         let resident = self.resident_bytes();
         // Every resident region (other parameters' bases, the NTT's tables made so far) and the
         // NTT's tables for these parameters' partitions, counted again if already made.
-        let arena = &self.share.arena;
-        let beside_a_partition = arena.capacity().saturating_sub(
-            arena.stats().resident + self.ntt_table_bytes(params) + self.partition_bound(params),
-        );
+        let beside_a_partition = self.room_beside_a_partition(PartitionShape::bound(params));
         let mut room = self
             .share
             .budget
