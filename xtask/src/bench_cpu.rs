@@ -72,10 +72,10 @@ pub fn run(sh: &Shell, args: &CpuArgs) -> anyhow::Result<()> {
 
     cmd!(
         sh,
-        "cargo build --release --locked -p xtask --bin cpu-prove"
+        "cargo build --release --locked -p cuzk --no-default-features --example cpu_prove"
     )
     .run()?;
-    let exe = project_root().join("target/release/cpu-prove");
+    let exe = project_root().join("target/release/examples/cpu_prove");
     let cache = project_root().join("target/bench-params");
     std::fs::create_dir_all(&cache)?;
     let threads = std::thread::available_parallelism()
@@ -94,7 +94,7 @@ pub fn run(sh: &Shell, args: &CpuArgs) -> anyhow::Result<()> {
         for prover in ["bellperson", "cuzk"] {
             let out = cmd!(sh, "{exe} prove {prover} {log} {params} {runs}").read()?;
             let run: Run = serde_json::from_str(&out)
-                .with_context(|| format!("output of cpu-prove: {out}"))?;
+                .with_context(|| format!("output of cpu_prove: {out}"))?;
             println!(
                 "2^{log} {prover:<10} median {:.3} s  peak {} MiB  runs {:?}",
                 median(&run.times_s),

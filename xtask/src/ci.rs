@@ -1,7 +1,7 @@
 //! `cargo xtask ci`: everything CI runs, on a machine with no GPU.
 //!
-//! Formatting, clippy (warnings denied), every test, the daemon driven by a Python client
-//! generated with grpcio-tools, the golden proofs, then the GPU side without a GPU: the MSM
+//! Formatting, clippy (warnings denied), every test (the golden proofs among them), the daemon
+//! driven by a Python client generated with grpcio-tools, then the GPU side without a GPU: the MSM
 //! kernels run on the host emulator, every kernel compiled with the pinned nvcc (installed from
 //! PyPI when none is found), the field arithmetic checked on the host, clippy over the crates
 //! built with their `cuda` feature (GPU code that does not compile fails CI too), and the GPU NTT,
@@ -10,7 +10,7 @@
 use anyhow::Context;
 use xshell::{cmd, Shell};
 
-use crate::{golden, kernels};
+use crate::kernels;
 
 /// Packages and features that make up the GPU build.
 /// The facade `cuzk` is built without its default `filecoin` feature (filecoin-proofs' tree is
@@ -68,7 +68,6 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     )
     .run()
     .context("MSM kernel tests on the host emulator")?;
-    golden::check(sh)?;
 
     let nvcc = kernels::ensure_nvcc(sh, true)?;
     kernels::compile_all(&nvcc).context("compiling the CUDA kernels")?;

@@ -1,13 +1,8 @@
-//! `cargo xtask golden [--bless]`.
+//! `cargo xtask golden [--bless]`: the golden proofs in `testdata/golden/`, through cargo (xtask
+//! links no prover): the check is cuzk's `golden` test, the bless its `golden_bless` example.
 
 use anyhow::Context;
-use blstrs::{Bls12, Scalar};
-use cuzk::circuits::BuiltIn;
-use cuzk::golden::{scalar_hex, Case, Manifest, CASES};
-use ff::Field;
-use rand_chacha::ChaCha20Rng;
-use rand_core::SeedableRng;
-use xshell::Shell;
+use xshell::{cmd, Shell};
 
 /// `cargo xtask golden`'s arguments.
 #[derive(clap::Args, Debug)]
@@ -19,63 +14,17 @@ pub struct GoldenArgs {
 
 pub fn run(sh: &Shell, args: &GoldenArgs) -> anyhow::Result<()> {
     if args.bless {
-        bless()
+        cmd!(
+            sh,
+            "cargo run --release --locked -p cuzk --no-default-features --example golden_bless"
+        )
+        .run()
+        .context("regenerating the golden cases with bellperson")
     } else {
-        check(sh)
+        cmd!(sh, "cargo test --locked -p cuzk --test golden")
+            .run()
+            .context(
+                "golden check failed; if the change is intended, run `cargo xtask golden --bless`",
+            )
     }
-}
-
-/// Checks every golden case with cuzk.
-pub fn check(_sh: &Shell) -> anyhow::Result<()> {
-    let dir = cuzk::golden::default_dir();
-    let checked = cuzk::golden::check_all(&dir).with_context(|| {
-        format!("golden check failed in {}; if the change is intended, run `cargo xtask golden --bless`", dir.display())
-    })?;
-    println!(
-        "golden: {} cases reproduced byte for byte: {}",
-        checked.len(),
-        checked.join(", ")
-    );
-    Ok(())
-}
-
-/// Regenerates parameters and proofs with bellperson.
-fn bless() -> anyhow::Result<()> {
-    let dir = cuzk::golden::default_dir();
-    std::fs::create_dir_all(&dir)?;
-    let mut cases = Vec::new();
-    for (i, (name, spec)) in CASES.iter().enumerate() {
-        let circuit: BuiltIn = spec.parse()?;
-        let mut rng = ChaCha20Rng::seed_from_u64(1000 + i as u64);
-        let params = bellperson::groth16::generate_random_parameters::<Bls12, _, _>(
-            circuit.clone(),
-            &mut rng,
-        )?;
-        let params_file = format!("{name}.params");
-        let mut bytes = Vec::new();
-        params.write(&mut bytes)?;
-        std::fs::write(dir.join(&params_file), &bytes)?;
-        let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-        let proof = bellperson::groth16::create_proof::<Bls12, _, _>(circuit, &params, r, s)?;
-        let mut proof_bytes = Vec::new();
-        proof.write(&mut proof_bytes)?;
-        println!("blessed {name}: {} bytes of parameters", bytes.len());
-        cases.push(Case {
-            name: name.to_string(),
-            circuit: spec.to_string(),
-            params: params_file,
-            r: scalar_hex(&r),
-            s: scalar_hex(&s),
-            proof: hex::encode(proof_bytes),
-        });
-    }
-    let manifest = Manifest {
-        generator: "bellperson 0.27.0 (default features: CPU)".into(),
-        cases,
-    };
-    std::fs::write(
-        dir.join("golden.json"),
-        serde_json::to_string_pretty(&manifest)? + "\n",
-    )?;
-    Ok(())
 }

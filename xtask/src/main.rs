@@ -26,9 +26,12 @@
 //!   parameters under filecoin-proofs' names;
 //! - `kernels [--install-nvcc] [--check]`: compile every CUDA kernel (no GPU needed);
 //! - `device-pack`: GPU test binaries, benchmark and `run.sh` into `target/device/` (docs/gpu.md);
-//! - `ci`: everything CI runs: format, clippy (warnings denied), tests, the daemon's Python
-//!   client, golden check, every kernel
-//!   compiled, clippy over the `cuda` builds.
+//! - `ci`: everything CI runs: format, clippy (warnings denied), tests (the golden check among
+//!   them), the daemon's Python client, every kernel compiled, clippy over the `cuda` builds.
+//!
+//! xtask links no product crate that pulls the provers or filecoin-proofs: commands that need
+//! one build and run it with cargo (`cuzk`'s `golden_bless` and `cpu_prove` examples, the
+//! `cuzk` binary), so `cargo xtask --help` builds in seconds on a fresh clone.
 //!
 //! One module per command, holding its arguments as a clap `Args` type; `main` parses and
 //! dispatches. A benchmark that needs no GPU is one more [`Bench`] variant and one more entry of
@@ -82,8 +85,8 @@ enum Command {
     /// Build the GPU test binaries, the NTT and MSM benchmarks and run.sh into target/device/,
     /// for the GPU machine (docs/gpu.md).
     DevicePack,
-    /// Everything CI runs: format, clippy (warnings denied), tests, golden check, every kernel
-    /// compiled, clippy over the `cuda` builds.
+    /// Everything CI runs: format, clippy (warnings denied), tests (golden check included), every
+    /// kernel compiled, clippy over the `cuda` builds.
     Ci,
 }
 

@@ -1,7 +1,8 @@
-//! One CPU prover run in its own process, for `cargo xtask bench cpu`.
+//! One CPU prover run in its own process, for `cargo xtask bench cpu` (which builds it with
+//! `cargo build --release -p cuzk --example cpu_prove`).
 //!
-//! `cpu-prove setup LOG_SIZE FILE` writes test parameters for the PoRep-shaped circuit of that
-//! size; `cpu-prove prove cuzk|bellperson LOG_SIZE FILE RUNS` proves it RUNS times and prints one
+//! `cpu_prove setup LOG_SIZE FILE` writes test parameters for the PoRep-shaped circuit of that
+//! size; `cpu_prove prove cuzk|bellperson LOG_SIZE FILE RUNS` proves it RUNS times and prints one
 //! JSON line: the wall time of each `create_proof` (synthesis included, parameter loading
 //! excluded), the proof bytes, and the process's peak resident memory.
 
@@ -35,7 +36,7 @@ fn main() -> anyhow::Result<()> {
     let arg = |i: usize| {
         args.get(i)
             .map(String::as_str)
-            .context("usage: cpu-prove setup LOG FILE | prove PROVER LOG FILE RUNS")
+            .context("usage: cpu_prove setup LOG FILE | prove PROVER LOG FILE RUNS")
     };
     match arg(0)? {
         "setup" => {
