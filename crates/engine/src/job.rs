@@ -107,6 +107,13 @@ impl Priority {
         self as i32
     }
 
+    /// Parses `critical`, `high`, `normal`, `low` (any case).
+    pub fn parse(name: &str) -> Option<Self> {
+        Priority::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(name))
+    }
+
     /// The name in metrics (`critical`, `high`, `normal`, `low`).
     pub const fn name(self) -> &'static str {
         match self {

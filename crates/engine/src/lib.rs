@@ -38,7 +38,9 @@ pub mod queue;
 pub mod run;
 pub mod spool;
 pub mod spread;
+mod status;
 pub mod synthetic;
+mod worker;
 
 use std::path::PathBuf;
 
@@ -48,9 +50,10 @@ pub use cuzk_filecoin as filecoin;
 pub use cuzk_telemetry as telemetry;
 
 pub use backend::{BackendError, CpuProofBackend, DeviceMemory, ProofBackend};
-pub use engine::{Engine, EngineConfig, EngineStatus, KindQueue, WorkerStatus};
+pub use engine::{Engine, EngineConfig};
 pub use job::{JobOutcome, JobRequest, JobState, JobTimings, Priority, ProofKind, Submitted};
 pub use params::{Circuit, ParamConfig, ParamManager, ParamStatus, Tier};
+pub use status::{EngineStatus, KindQueue, WorkerStatus};
 
 /// Errors of the engine. Each names its cause, and [`EngineError::is_bad_input`] tells the
 /// caller's mistakes from the service's.

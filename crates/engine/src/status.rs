@@ -1,0 +1,216 @@
+//! What the engine reports about itself: [`EngineStatus`] (workers, queues, parameters,
+//! counters) and the Prometheus text of the metrics, and the recent proofs' waterfall.
+
+use std::fmt::Write;
+
+use crate::backend::DeviceMemory;
+use crate::engine::Engine;
+use crate::job::{JobState, ProofKind};
+use crate::params::ParamStatus;
+
+/// A worker as status reports it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct WorkerStatus {
+    /// The worker's index.
+    pub index: u32,
+    /// Its device (`cpu`, `gpu0`).
+    pub device: String,
+    /// The job it proves now.
+    pub current_job_id: Option<String>,
+    /// That job's kind.
+    pub current_kind: Option<String>,
+    /// The fraction of the engine's uptime it spent proving.
+    pub busy_fraction: f64,
+    /// Its device's memory (`None` on the CPU).
+    pub memory: Option<DeviceMemory>,
+}
+
+/// Pending and running jobs of one kind.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct KindQueue {
+    /// The kind (`porep`, `winning`, ...).
+    pub kind: String,
+    /// Queued.
+    pub pending: u32,
+    /// On a worker.
+    pub in_progress: u32,
+}
+
+/// The engine's state at one moment.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct EngineStatus {
+    /// Seconds since the engine started.
+    pub uptime_seconds: u64,
+    /// Every worker.
+    pub workers: Vec<WorkerStatus>,
+    /// Every kind.
+    pub queues: Vec<KindQueue>,
+    /// Pending jobs by priority (`critical`, `high`, `normal`, `low`).
+    pub pending_by_priority: Vec<(String, u32)>,
+    /// Every circuit's parameters.
+    #[serde(serialize_with = "serialize_params")]
+    pub params: Vec<ParamStatus>,
+    /// Proofs completed since the start.
+    pub completed: u64,
+    /// Proofs failed since the start.
+    pub failed: u64,
+    /// Mean of each stage over completed jobs, in ms.
+    pub mean_stage_ms: Vec<(String, f64)>,
+    /// The process's peak host memory (`VmHWM`), where the kernel reports it.
+    pub peak_rss_bytes: Option<u64>,
+}
+
+fn serialize_params<S: serde::Serializer>(p: &[ParamStatus], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = s.serialize_seq(Some(p.len()))?;
+    for p in p {
+        seq.serialize_element(&serde_json::json!({
+            "circuit_id": p.circuit_id,
+            "tier": p.tier.name(),
+            "size_bytes": p.size_bytes,
+            "ref_count": p.ref_count,
+        }))?;
+    }
+    seq.end()
+}
+
+impl Engine {
+    /// The engine's state now.
+    pub fn status(&self) -> EngineStatus {
+        let state = self.shared.state();
+        let uptime = self.shared.started.elapsed();
+        let workers = state
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                let busy = w.busy + w.busy_since.map(|s| s.elapsed()).unwrap_or_default();
+                WorkerStatus {
+                    index: i as u32,
+                    device: w.device.clone(),
+                    current_job_id: w.current.as_ref().map(|(id, _)| id.clone()),
+                    current_kind: w.current.as_ref().map(|(_, k)| k.name().to_string()),
+                    busy_fraction: busy.as_secs_f64() / uptime.as_secs_f64().max(1e-9),
+                    memory: w.backend.memory(),
+                }
+            })
+            .collect();
+        let queues = ProofKind::ALL
+            .iter()
+            .map(|kind| {
+                let (mut pending, mut in_progress) = (0, 0);
+                for job in state.jobs.values().filter(|j| j.request.kind == *kind) {
+                    match job.state {
+                        JobState::Pending => pending += 1,
+                        JobState::Running => in_progress += 1,
+                        _ => {}
+                    }
+                }
+                KindQueue {
+                    kind: kind.name().to_string(),
+                    pending,
+                    in_progress,
+                }
+            })
+            .collect();
+        EngineStatus {
+            uptime_seconds: uptime.as_secs(),
+            peak_rss_bytes: cuzk_telemetry::peak_rss_bytes(),
+            workers,
+            queues,
+            pending_by_priority: state
+                .queue
+                .depths()
+                .iter()
+                .map(|(p, n)| (p.name().to_string(), *n as u32))
+                .collect(),
+            params: self.shared.params.status(),
+            completed: state.metrics.completed(),
+            failed: state.metrics.failed(),
+            mean_stage_ms: crate::metrics::STAGES
+                .iter()
+                .map(|s| (s.to_string(), state.metrics.mean(s).as_secs_f64() * 1e3))
+                .collect(),
+        }
+    }
+
+    /// The metrics in Prometheus text format.
+    pub fn metrics_text(&self) -> String {
+        let status = self.status();
+        let mut out = String::new();
+        self.shared.state().metrics.write(&mut out);
+        let _ = writeln!(
+            out,
+            "# HELP cuzk_queue_depth Pending jobs by priority.\n# TYPE cuzk_queue_depth gauge"
+        );
+        for (p, n) in &status.pending_by_priority {
+            let _ = writeln!(out, "cuzk_queue_depth{{priority=\"{p}\"}} {n}");
+        }
+        let _ = writeln!(
+            out,
+            "# HELP cuzk_jobs_running Jobs on a worker now.\n# TYPE cuzk_jobs_running gauge"
+        );
+        let running: u32 = status.queues.iter().map(|q| q.in_progress).sum();
+        let _ = writeln!(out, "cuzk_jobs_running {running}");
+        let _ = writeln!(
+            out,
+            "# HELP cuzk_param_bytes Parameter bytes by tier.\n# TYPE cuzk_param_bytes gauge"
+        );
+        for (tier, bytes) in self.shared.params.bytes_by_tier() {
+            let _ = writeln!(out, "cuzk_param_bytes{{tier=\"{}\"}} {bytes}", tier.name());
+        }
+        let _ = writeln!(
+            out,
+            "# HELP cuzk_device_busy_fraction Fraction of uptime each worker spent proving.\n# TYPE cuzk_device_busy_fraction gauge"
+        );
+        for w in &status.workers {
+            let _ = writeln!(
+                out,
+                "cuzk_device_busy_fraction{{device=\"{}\",worker=\"{}\"}} {:.6}",
+                w.device, w.index, w.busy_fraction
+            );
+        }
+        if let Some(peak) = status.peak_rss_bytes {
+            let _ = writeln!(
+                out,
+                "# HELP cuzk_peak_rss_bytes The process's peak host memory (VmHWM).\n# TYPE cuzk_peak_rss_bytes gauge\ncuzk_peak_rss_bytes {peak}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP cuzk_device_memory_bytes Each device's memory: its size, its arena's free bytes, the most its arena has held, and the host bytes of parameters it reads in place (mapped).\n# TYPE cuzk_device_memory_bytes gauge"
+        );
+        // One line set per device, from its first worker (the workers of a device share it).
+        let mut seen = std::collections::BTreeSet::new();
+        for w in &status.workers {
+            let Some(m) = w.memory else { continue };
+            if !seen.insert(w.device.clone()) {
+                continue;
+            }
+            for (what, bytes) in [
+                ("total", m.total_bytes),
+                ("free", m.free_bytes),
+                ("peak_in_use", m.peak_in_use_bytes),
+                ("mapped_host", m.mapped_bytes),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "cuzk_device_memory_bytes{{device=\"{}\",what=\"{what}\"}} {bytes}",
+                    w.device
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP cuzk_uptime_seconds Seconds since the engine started.\n# TYPE cuzk_uptime_seconds gauge\ncuzk_uptime_seconds {}",
+            status.uptime_seconds
+        );
+        out
+    }
+
+    /// The recent proofs' stages as an SVG waterfall, when the engine records telemetry.
+    pub fn waterfall_svg(&self) -> Option<String> {
+        let timeline = self.shared.telemetry.as_ref()?.snapshot();
+        (!timeline.spans.is_empty()).then(|| timeline.to_svg_waterfall())
+    }
+}
