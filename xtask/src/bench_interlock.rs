@@ -46,7 +46,7 @@ pub fn run(args: &InterlockArgs) -> anyhow::Result<()> {
     let config = SweepConfig::default();
     let report = write_docs(&project_root().join("docs"), &config)?;
     println!("{}", report.to_markdown());
-    println!("wrote docs/interlock.md and docs/interlock*.svg");
+    println!("wrote docs/interlock.md, docs/interlock-points.csv and docs/interlock*.svg");
     Ok(())
 }
 
@@ -88,13 +88,15 @@ fn run_replay(path: &Path, args: &InterlockArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs the sweep and writes `interlock.md`, `interlock.svg` and two waterfalls into `dir`: the
-/// seeds' two-lock run (`interlock-seeds-twolock.svg`) and three proofs under `VramBudget` on a
-/// 141 GiB card (`interlock-vrambudget-141gib.svg`).
+/// Runs the sweep and writes `interlock.md`, every point into `interlock-points.csv`,
+/// `interlock.svg` and two waterfalls into `dir`: the seeds' two-lock run
+/// (`interlock-seeds-twolock.svg`) and three proofs under `VramBudget` on a 141 GiB card
+/// (`interlock-vrambudget-141gib.svg`).
 fn write_docs(dir: &Path, config: &SweepConfig) -> anyhow::Result<SweepReport> {
     let report = sweep::run(config);
     std::fs::create_dir_all(dir)?;
     std::fs::write(dir.join("interlock.md"), report.to_markdown())?;
+    std::fs::write(dir.join("interlock-points.csv"), report.to_csv())?;
     std::fs::write(dir.join("interlock.svg"), report.to_svg())?;
     let seeds = SimConfig {
         profile: config.profile.clone(),

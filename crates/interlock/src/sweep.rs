@@ -355,14 +355,28 @@ impl SweepReport {
              device busy fraction and stage medians side by side.\n\n",
         );
 
-        md.push_str("## Every point\n\n");
         md.push_str(
-            "| policy | release | VRAM (GiB) | workers | proofs | partitions/s | s/proof | GPU busy | copy busy | peak VRAM (GiB) | SRS | max wait (s) | mean wait (s) | pre-staged | syncs |\n\
-             |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|\n",
+            "## Every point\n\n\
+             `interlock-points.csv`, beside this file: one row per simulated point (policy, release \
+             mode, VRAM, workers and proofs, then throughput, seconds per proof, GPU and copy \
+             busy, peak VRAM, whether the SRS was resident, waits, pre-staged partitions and \
+             device syncs; a point whose partition does not fit says so in `error`).\n",
+        );
+        md
+    }
+
+    /// Every point as CSV (a header, then one line per row of [`SweepReport::rows`]); a point
+    /// that could not run has its error in the last column and the results empty.
+    pub fn to_csv(&self) -> String {
+        let mut csv = String::from(
+            "policy,release,vram_gib,workers,proofs,partitions_per_s,seconds_per_proof,gpu_busy,\
+             copy_busy,peak_vram_gib,srs,max_wait_s,mean_wait_s,prestaged,partitions,\
+             device_syncs,error\n",
         );
         for row in &self.rows {
-            let head = format!(
-                "| {} | {} | {} | {} | {} |",
+            let _ = write!(
+                csv,
+                "{},{},{},{},{},",
                 row.policy,
                 row.release.label(),
                 row.vram_gib,
@@ -372,14 +386,18 @@ impl SweepReport {
             match &row.result {
                 Ok(r) => {
                     let _ = writeln!(
-                        md,
-                        "{head} {:.3} | {:.1} | {} | {} | {:.1} | {} | {:.1} | {:.1} | {}/{} | {} |",
+                        csv,
+                        "{:.4},{:.2},{:.4},{:.4},{:.2},{},{:.2},{:.2},{},{},{},",
                         r.partitions_per_s,
                         r.seconds_per_proof,
-                        pct(r.gpu_busy),
-                        pct(r.copy_busy),
+                        r.gpu_busy,
+                        r.copy_busy,
                         r.peak_vram_gib,
-                        if r.srs_resident { "resident" } else { "streamed" },
+                        if r.srs_resident {
+                            "resident"
+                        } else {
+                            "streamed"
+                        },
                         r.max_wait_s,
                         r.mean_wait_s,
                         r.prestaged,
@@ -388,11 +406,11 @@ impl SweepReport {
                     );
                 }
                 Err(e) => {
-                    let _ = writeln!(md, "{head} {e} | | | | | | | | | |");
+                    let _ = writeln!(csv, ",,,,,,,,,,,\"{}\"", e.replace('"', "'"));
                 }
             }
         }
-        md
+        csv
     }
 
     /// The plot: GPU busy against card size, one line per policy, one panel per release mode,

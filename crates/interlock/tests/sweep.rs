@@ -1,4 +1,4 @@
-//! The sweep's outputs: a Markdown table and an SVG plot that parses.
+//! The sweep's outputs: Markdown tables, every point as CSV, and an SVG plot that parses.
 
 use cuzk_interlock::sim::Release;
 use cuzk_interlock::sweep::{run, SweepConfig};
@@ -14,13 +14,13 @@ fn small() -> SweepConfig {
 }
 
 #[test]
-fn markdown_has_every_point_and_the_seeds_table() {
+fn markdown_has_the_seeds_table_and_the_csv_every_point() {
     let config = small();
     let report = run(&config);
     assert_eq!(report.rows.len(), 3 * 2 * 2 * 3 * 2);
     let md = report.to_markdown();
     assert!(md.contains("## The seeds' failure, reproduced"));
-    let point_rows = md
+    let policy_rows = md
         .lines()
         .filter(|l| {
             l.starts_with("| SingleLock |")
@@ -29,12 +29,23 @@ fn markdown_has_every_point_and_the_seeds_table() {
         })
         .count();
     assert_eq!(
-        point_rows,
-        report.rows.len() + 6,
-        "every point plus the seeds' table"
+        policy_rows, 6,
+        "the seeds' table: three policies, two release modes"
     );
+    let csv = report.to_csv();
+    let mut lines = csv.lines();
+    let columns = lines.next().unwrap().split(',').count();
+    let points: Vec<&str> = lines.collect();
+    assert_eq!(points.len(), report.rows.len(), "one line per point");
+    for line in &points {
+        let fields = line.split(',').count();
+        assert!(
+            fields == columns || line.contains('"'),
+            "{line}: {fields} fields, the header has {columns}"
+        );
+    }
     assert!(
-        md.contains("does not fit"),
+        csv.contains("does not fit"),
         "an 8 GiB card cannot hold a partition"
     );
     assert_eq!(run(&config), report, "deterministic");
