@@ -52,6 +52,7 @@ pub use cuzk_telemetry as telemetry;
 pub use backend::{BackendError, CpuProofBackend, DeviceMemory, ProofBackend};
 pub use engine::{Engine, EngineConfig};
 pub use job::{JobOutcome, JobRequest, JobState, JobTimings, Priority, ProofKind, Submitted};
+pub use lock::DataDirLock;
 pub use params::{Circuit, ParamConfig, ParamManager, ParamStatus, Tier};
 pub use status::{EngineStatus, KindQueue, WorkerStatus};
 

@@ -8,21 +8,25 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use fs2::FileExt;
 
 use crate::EngineError;
 
-/// The lock on a data folder, held until dropped.
+/// The lock on a data folder, held until dropped. [`Engine::start`](crate::Engine::start)
+/// takes it; a daemon takes it itself before it binds its sockets and hands it to
+/// [`Engine::start_locked`](crate::Engine::start_locked).
 #[derive(Debug)]
-pub(crate) struct DataDirLock {
+pub struct DataDirLock {
+    dir: PathBuf,
     _file: File,
 }
 
 impl DataDirLock {
-    /// Locks `dir` (which exists) for this process, or says which process holds it.
-    pub(crate) fn acquire(dir: &Path) -> Result<Self, EngineError> {
+    /// Locks `dir` (which exists) for this process, or says which process holds it
+    /// ([`EngineError::DataDirInUse`]).
+    pub fn acquire(dir: &Path) -> Result<Self, EngineError> {
         let path = dir.join("lock");
         let io = |source: std::io::Error| EngineError::Io {
             path: path.clone(),
@@ -51,7 +55,15 @@ impl DataDirLock {
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         writeln!(file, "{}", std::process::id()).map_err(io)?;
         file.sync_all().map_err(io)?;
-        Ok(Self { _file: file })
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            _file: file,
+        })
+    }
+
+    /// The folder this lock holds.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 }
 
