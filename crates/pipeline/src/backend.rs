@@ -8,9 +8,12 @@ use cuzk_field::{Domain, G1Affine, G1Projective, G2Affine, G2Projective, Scalar}
 use cuzk_groth16::Parameters;
 use cuzk_msm::{Selection, G1, G2};
 use cuzk_ntt::Order;
+use group::Group;
 
 use crate::input::Evaluations;
-use crate::query::{host_query_sums, Query, QuerySums, Stages, Witness};
+use crate::query::{Query, QuerySums, Stages, Witness};
+use crate::split::{gather, split_query, SplitQuery};
+use crate::stage::Stage;
 use crate::{JobContext, PipelineError};
 
 /// The operations the partition prover needs from a backend.
@@ -318,4 +321,69 @@ impl Backend for CpuBackend {
             Selection::Indices(indices),
         )?)
     }
+}
+
+/// The host path of [`Backend::query_sums`] for `queries`, added into `sums`: the queries split
+/// on the host in parallel (`split_vectors`), their others' bases gathered (`prep_msm`), then the
+/// ones' sums and the tail MSMs through `backend`'s `batch_add_*` and `msm_*`.
+pub fn host_query_sums<B: Backend + ?Sized>(
+    backend: &B,
+    params: &Parameters,
+    witness: &Witness<'_>,
+    queries: &[Query],
+    stages: &mut Stages<'_>,
+    sums: &mut QuerySums,
+) -> Result<(), PipelineError> {
+    use rayon::prelude::*;
+    let splits: Vec<(Query, SplitQuery)> = stages.run(Stage::SplitVectors, || {
+        Ok(queries
+            .par_iter()
+            .map(|&q| (q, split_query(&q.segments(witness))))
+            .collect())
+    })?;
+    let bases = stages.run(Stage::PrepMsm, || {
+        Ok(splits
+            .par_iter()
+            .map(|(q, split)| {
+                let g1 = match q {
+                    Query::L => &params.l,
+                    Query::A => &params.a,
+                    Query::B => &params.b_g1,
+                };
+                let g2 = (*q == Query::B).then(|| gather(&params.b_g2, &split.other_bases));
+                (gather(g1, &split.other_bases), g2)
+            })
+            .collect::<Vec<_>>())
+    })?;
+    let ones = stages.run(Stage::BatchAdd, || {
+        splits
+            .iter()
+            .map(|(q, split)| match q {
+                Query::L => Ok((backend.batch_add_g1(&params.l, &split.ones)?, None)),
+                Query::A => Ok((backend.batch_add_g1(&params.a, &split.ones)?, None)),
+                Query::B => Ok((
+                    backend.batch_add_g1(&params.b_g1, &split.ones)?,
+                    Some(backend.batch_add_g2(&params.b_g2, &split.ones)?),
+                )),
+            })
+            .collect::<Result<Vec<_>, PipelineError>>()
+    })?;
+    stages.run(Stage::TailMsm, || {
+        for (((q, split), (g1_bases, g2_bases)), (g1_ones, g2_ones)) in
+            splits.iter().zip(&bases).zip(ones)
+        {
+            let g1 = g1_ones + backend.msm_g1(g1_bases, &split.other_scalars)?;
+            match q {
+                Query::L => sums.l += g1,
+                Query::A => sums.a += g1,
+                Query::B => {
+                    sums.b1 += g1;
+                    let g2_bases = g2_bases.as_deref().unwrap_or_default();
+                    let g2 = backend.msm_g2(g2_bases, &split.other_scalars)?;
+                    sums.b2 += g2 + g2_ones.unwrap_or_else(G2Projective::identity);
+                }
+            }
+        }
+        Ok(())
+    })
 }

@@ -33,10 +33,10 @@ mod query;
 pub mod split;
 mod stage;
 
-pub use backend::{Backend, CpuBackend, DevicePhase, PartitionShape};
+pub use backend::{host_query_sums, Backend, CpuBackend, DevicePhase, PartitionShape};
 pub use input::{Evaluations, PartitionInput};
 pub use prover::{JobContext, Prover, ProverConfig};
-pub use query::{host_query_sums, Query, QuerySums, Stages, Witness};
+pub use query::{Query, QuerySums, Stages, Witness};
 pub use stage::{PartitionTiming, Stage};
 
 /// Errors of the partition prover.

@@ -4,9 +4,10 @@
 //! `a_aux_density` says occur in A), B over the inputs and aux its densities say (B₁ in G1 and
 //! B₂ in G2 share B's split). Each query's sum is its ones' bases batch-added plus the tail MSM
 //! over its other scalars. A backend computes them in [`Backend::query_sums`](crate::Backend):
-//! [`host_query_sums`] is the host path (the split and the gathering on the host, the sums
-//! through the backend's `batch_add_*` and `msm_*`); the GPU backend splits and gathers on the
-//! device where the query's bases are resident there.
+//! [`host_query_sums`](crate::host_query_sums), beside the trait, is the host path (the split
+//! and the gathering on the host, the sums through the backend's `batch_add_*` and `msm_*`); the
+//! GPU backend splits and gathers on the device where the query's bases are resident there.
+//! This module holds the types the trait speaks in and depends on no backend.
 
 use std::time::Instant;
 
@@ -14,8 +15,7 @@ use cuzk_field::{Bitmap, G1Projective, G2Projective, Scalar};
 use cuzk_groth16::Parameters;
 use group::Group;
 
-use crate::backend::Backend;
-use crate::split::{gather, split_query, Segment, SplitQuery};
+use crate::split::Segment;
 use crate::stage::{PartitionTiming, Stage};
 use crate::{JobContext, PipelineError};
 
@@ -50,7 +50,7 @@ impl Query {
     pub const ALL: [Query; 3] = [Query::L, Query::A, Query::B];
 
     /// The query's runs of values for the host split.
-    fn segments<'a>(self, w: &Witness<'a>) -> [Segment<'a>; 2] {
+    pub(crate) fn segments<'a>(self, w: &Witness<'a>) -> [Segment<'a>; 2] {
         let (inputs, input_density, aux_density) = match self {
             // L has no inputs: an empty run.
             Query::L => (&w.input[..0], None, None),
@@ -156,69 +156,4 @@ impl<'a> Stages<'a> {
         self.timing.add(stage, start.elapsed());
         out
     }
-}
-
-/// The host path of [`Backend::query_sums`] for `queries`, added into `sums`: the queries split
-/// on the host in parallel (`split_vectors`), their others' bases gathered (`prep_msm`), then the
-/// ones' sums and the tail MSMs through `backend`'s `batch_add_*` and `msm_*`.
-pub fn host_query_sums<B: Backend + ?Sized>(
-    backend: &B,
-    params: &Parameters,
-    witness: &Witness<'_>,
-    queries: &[Query],
-    stages: &mut Stages<'_>,
-    sums: &mut QuerySums,
-) -> Result<(), PipelineError> {
-    use rayon::prelude::*;
-    let splits: Vec<(Query, SplitQuery)> = stages.run(Stage::SplitVectors, || {
-        Ok(queries
-            .par_iter()
-            .map(|&q| (q, split_query(&q.segments(witness))))
-            .collect())
-    })?;
-    let bases = stages.run(Stage::PrepMsm, || {
-        Ok(splits
-            .par_iter()
-            .map(|(q, split)| {
-                let g1 = match q {
-                    Query::L => &params.l,
-                    Query::A => &params.a,
-                    Query::B => &params.b_g1,
-                };
-                let g2 = (*q == Query::B).then(|| gather(&params.b_g2, &split.other_bases));
-                (gather(g1, &split.other_bases), g2)
-            })
-            .collect::<Vec<_>>())
-    })?;
-    let ones = stages.run(Stage::BatchAdd, || {
-        splits
-            .iter()
-            .map(|(q, split)| match q {
-                Query::L => Ok((backend.batch_add_g1(&params.l, &split.ones)?, None)),
-                Query::A => Ok((backend.batch_add_g1(&params.a, &split.ones)?, None)),
-                Query::B => Ok((
-                    backend.batch_add_g1(&params.b_g1, &split.ones)?,
-                    Some(backend.batch_add_g2(&params.b_g2, &split.ones)?),
-                )),
-            })
-            .collect::<Result<Vec<_>, PipelineError>>()
-    })?;
-    stages.run(Stage::TailMsm, || {
-        for (((q, split), (g1_bases, g2_bases)), (g1_ones, g2_ones)) in
-            splits.iter().zip(&bases).zip(ones)
-        {
-            let g1 = g1_ones + backend.msm_g1(g1_bases, &split.other_scalars)?;
-            match q {
-                Query::L => sums.l += g1,
-                Query::A => sums.a += g1,
-                Query::B => {
-                    sums.b1 += g1;
-                    let g2_bases = g2_bases.as_deref().unwrap_or_default();
-                    let g2 = backend.msm_g2(g2_bases, &split.other_scalars)?;
-                    sums.b2 += g2 + g2_ones.unwrap_or_else(G2Projective::identity);
-                }
-            }
-        }
-        Ok(())
-    })
 }

@@ -71,9 +71,9 @@ pub use cuzk_interlock::PolicyKind;
 use cuzk_interlock::{Demand, InterlockError, Policy};
 use cuzk_vram::{Arena, ArenaConfig, DeviceBacking, VramError};
 
-use crate::backend::{Backend, DevicePhase, PartitionShape};
+use crate::backend::{host_query_sums, Backend, DevicePhase, PartitionShape};
 use crate::input::Evaluations;
-use crate::query::{host_query_sums, Query, QuerySums, Stages, Witness};
+use crate::query::{Query, QuerySums, Stages, Witness};
 use crate::stage::Stage;
 use crate::{JobContext, PipelineError};
 use memory::{PartitionMemory, PhaseGuard, PhaseWorkspace, Slot};
