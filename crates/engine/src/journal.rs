@@ -210,7 +210,21 @@ impl Journal {
         Ok(())
     }
 
-    /// Puts a job back to pending (interrupted by a shutdown; it runs again on restart).
+    /// Puts a job back to pending and gives back the attempt its start took: a graceful stop
+    /// (a shutdown, an upgrade) interrupted it, which says nothing about its input. Only a
+    /// start that a crash ended counts towards the limit.
+    pub fn mark_interrupted(&self, job_id: &str) -> Result<(), EngineError> {
+        self.conn
+            .execute(
+                "UPDATE jobs SET state = 'pending', attempts = MAX(attempts - 1, 0)
+                 WHERE job_id = ?1",
+                [job_id],
+            )
+            .map_err(sql_err)?;
+        Ok(())
+    }
+
+    /// Puts a job back to pending (found running on restart: its attempt stays counted).
     pub fn mark_pending(&self, job_id: &str) -> Result<(), EngineError> {
         self.conn
             .execute(

@@ -174,7 +174,7 @@ fn finish(
         Err(e) => (JobState::Failed, Vec::new(), error_chain(&e)),
     };
     let journaled = if state_after == JobState::Pending {
-        shared.journal().mark_pending(job_id)
+        shared.journal().mark_interrupted(job_id)
     } else {
         shared
             .journal()
@@ -197,6 +197,10 @@ fn finish(
     }
     let mut state = shared.state();
     if let Some(job) = state.jobs.get_mut(job_id) {
+        if state_after == JobState::Pending {
+            // Interrupted by a shutdown: the start does not count (as in the journal).
+            job.attempts = job.attempts.saturating_sub(1);
+        }
         job.state = state_after;
         job.proof = proof;
         job.error = error;

@@ -223,3 +223,43 @@ fn pre_compiled_partitions_reach_the_backend_as_witnesses() {
         }
     }
 }
+
+/// A job interrupted by a graceful stop does not use up an attempt: with one attempt allowed,
+/// a long job stopped three times (each a shutdown while it runs) still completes after the
+/// fourth start. Only a start that a crash ended counts.
+#[test]
+fn graceful_stops_do_not_use_up_attempts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config(dir.path());
+    config.max_attempts = 1;
+    let start = || {
+        let cpu: Arc<dyn ProofBackend> = Arc::new(CpuProofBackend::new(true));
+        Engine::start(config.clone(), vec![cpu], None).unwrap()
+    };
+    let mut id = None;
+    for cycle in 0..3 {
+        let e = start();
+        if cycle == 0 {
+            // The parameters made first, so each stop finds the long job proving.
+            let warm = e.submit(synthetic(8, 30, 1)).unwrap().job_id;
+            assert_eq!(e.await_job(&warm, WAIT).unwrap().state, JobState::Completed);
+        }
+        let job = id.get_or_insert_with(|| e.submit(synthetic(8, 31, 64)).unwrap().job_id);
+        let state = e.await_job(job, Some(Duration::ZERO)).unwrap().state;
+        assert!(!state.is_terminal(), "start {cycle}: the job is {state:?}");
+        until_running(&e);
+        // A short grace, then the job stops at its next partition boundary.
+        e.shutdown(Duration::from_millis(300));
+        let state = e.await_job(job, Some(Duration::ZERO)).unwrap().state;
+        assert_eq!(
+            state,
+            JobState::Pending,
+            "stop {cycle}: the job ended before the stop; the test proves nothing"
+        );
+    }
+    let e = start();
+    let out = e.await_job(id.as_ref().unwrap(), WAIT).unwrap();
+    assert_eq!(out.state, JobState::Completed, "{}", out.error);
+    assert_eq!(out.proof.len(), 64 * 192);
+    e.shutdown(Duration::from_secs(5));
+}
