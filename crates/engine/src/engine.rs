@@ -62,8 +62,9 @@ pub(crate) struct Job {
     pub(crate) error: String,
     pub(crate) timings: JobTimings,
     pub(crate) started_ms: u64,
+    /// When it ended (ms since the Unix epoch; 0: not yet): what the retention counts from,
+    /// across restarts too.
     pub(crate) finished_ms: u64,
-    pub(crate) ended: Option<Instant>,
     /// The job's `queue_wait` span (cuzk-telemetry's convention), open from submission (or
     /// restart) until a worker takes it.
     pub(crate) queue_span: Option<tracing::Span>,
@@ -206,14 +207,12 @@ impl Engine {
                 timings: row.timings,
                 started_ms: row.started_ms,
                 finished_ms: row.finished_ms,
-                ended: row.state.is_terminal().then(Instant::now),
                 queue_span: (!row.state.is_terminal()).then(|| queue_span(row.seq)),
             };
             if !job.state.is_terminal() {
                 if job.attempts >= config.max_attempts {
                     job.state = JobState::Failed;
                     job.error = EngineError::TooManyAttempts(job.attempts).to_string();
-                    job.ended = Some(Instant::now());
                     job.finished_ms = now_ms();
                     journal.finish(
                         &row.job_id,
@@ -375,7 +374,6 @@ impl Engine {
                 timings: JobTimings::default(),
                 started_ms: 0,
                 finished_ms: 0,
-                ended: None,
                 queue_span: Some(queue_span(seq)),
             },
         );
@@ -454,7 +452,6 @@ impl Engine {
                 job.queue_span = None;
                 job.state = JobState::Cancelled;
                 job.error = EngineError::Cancelled.to_string();
-                job.ended = Some(Instant::now());
                 job.finished_ms = now_ms();
                 let finished_ms = job.finished_ms;
                 job.timings.total =

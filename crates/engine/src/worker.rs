@@ -205,7 +205,6 @@ fn finish(
         job.proof = proof;
         job.error = error;
         job.timings = timings;
-        job.ended = state_after.is_terminal().then(Instant::now);
         if state_after.is_terminal() {
             job.finished_ms = end_ms;
         }
@@ -242,10 +241,13 @@ fn purge(shared: &Shared, state: &mut State) {
     }
     state.last_purge = Some(Instant::now());
     let retention = shared.config.retention;
+    // By the wall clock of the journal's `finished_ms`, so a restart does not restart the
+    // retention of jobs that ended before it.
+    let cutoff = now_ms().saturating_sub(retention.as_millis() as u64);
     let old: Vec<String> = state
         .jobs
         .iter()
-        .filter(|(_, j)| j.ended.is_some_and(|e| e.elapsed() > retention))
+        .filter(|(_, j)| j.state.is_terminal() && j.finished_ms < cutoff)
         .map(|(id, _)| id.clone())
         .collect();
     for id in old {

@@ -263,3 +263,40 @@ fn graceful_stops_do_not_use_up_attempts() {
     assert_eq!(out.proof.len(), 64 * 192);
     e.shutdown(Duration::from_secs(5));
 }
+
+/// Ended jobs keep their real end time across a restart: a job that ended before the restart
+/// is forgotten once the retention has passed since it ended, not since the restart.
+#[test]
+fn retention_counts_from_the_end_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config(dir.path());
+    config.retention = Duration::from_secs(2);
+    let start = || {
+        let cpu: Arc<dyn ProofBackend> = Arc::new(CpuProofBackend::new(true));
+        Engine::start(config.clone(), vec![cpu], None).unwrap()
+    };
+    let e = start();
+    let id = e.submit(synthetic(6, 41, 1)).unwrap().job_id;
+    let ended = e.await_job(&id, WAIT).unwrap();
+    assert_eq!(ended.state, JobState::Completed, "{}", ended.error);
+    // Restart halfway through the retention: the job is still there.
+    std::thread::sleep(Duration::from_secs(1));
+    e.shutdown(Duration::from_secs(5));
+    let e = start();
+    assert_eq!(
+        e.await_job(&id, Some(Duration::ZERO)).unwrap().finished_ms,
+        ended.finished_ms
+    );
+    // Past the retention since the job ended (but not since the restart), another job's end
+    // purges: the first is gone.
+    let expiry = ended.finished_ms + 2_100;
+    let now = cuzk_engine::journal::now_ms();
+    std::thread::sleep(Duration::from_millis(expiry.saturating_sub(now)));
+    let other = e.submit(synthetic(6, 42, 1)).unwrap().job_id;
+    assert_eq!(e.await_job(&other, WAIT).unwrap().state, JobState::Completed);
+    assert!(matches!(
+        e.await_job(&id, Some(Duration::ZERO)),
+        Err(EngineError::UnknownJob(_))
+    ));
+    e.shutdown(Duration::from_secs(5));
+}
