@@ -1,5 +1,7 @@
-//! The `cuzk.v1.ProvingEngine` service over the engine. Engine calls block (journal syncs,
-//! waits), so each runs on tokio's blocking pool.
+//! The `cuzk.v1.ProvingEngine` service over the engine. Engine calls that block (journal
+//! syncs) run on tokio's blocking pool; waits for a job's end (`AwaitProof`, `Prove`) await
+//! the job's watch ([`Engine::watch_job`]) and hold no thread, so any number of waiters leaves
+//! the pool to submissions.
 
 // tonic's `Status` is the error type of every gRPC method; boxing it here would only be undone.
 #![allow(clippy::result_large_err)]
@@ -44,17 +46,48 @@ impl Service {
     }
 }
 
-/// The gRPC status of an engine error.
+/// The gRPC status of an engine error: the caller's mistakes INVALID_ARGUMENT or NOT_FOUND, a
+/// device or the engine going away UNAVAILABLE, damaged stored inputs DATA_LOSS, the journal's
+/// and the engine's own failures INTERNAL.
 pub fn status_of(e: EngineError) -> Status {
-    let message = cuzk_engine::error_chain(&e);
+    Status::new(code_of(&e), cuzk_engine::error_chain(&e))
+}
+
+/// The gRPC code of an engine error ([`status_of`]).
+pub fn code_of(e: &EngineError) -> tonic::Code {
+    use tonic::Code;
     match e {
-        EngineError::UnknownJob(_) => Status::not_found(message),
-        EngineError::ShuttingDown => Status::unavailable(message),
-        EngineError::InUse(_) => Status::failed_precondition(message),
-        EngineError::MissingParameters { .. } => Status::failed_precondition(message),
-        ref e if e.is_bad_input() => Status::invalid_argument(message),
-        _ => Status::internal(message),
+        EngineError::UnknownJob(_) => Code::NotFound,
+        EngineError::ShuttingDown | EngineError::Device { .. } => Code::Unavailable,
+        EngineError::InUse(_) | EngineError::MissingParameters { .. } => Code::FailedPrecondition,
+        EngineError::DamagedSpool { .. } => Code::DataLoss,
+        EngineError::Journal(_)
+        | EngineError::JournalCorrupt(_)
+        | EngineError::JournalVersion { .. } => Code::Internal,
+        e if e.is_bad_input() => Code::InvalidArgument,
+        _ => Code::Internal,
     }
+}
+
+/// Waits, holding no thread, until `job_id` ends, the engine stops or `wait` passes (None: no
+/// limit), and reports the job as it then stands.
+async fn wait_for_job(
+    engine: &Engine,
+    job_id: &str,
+    wait: Option<Duration>,
+) -> Result<JobOutcome, Status> {
+    let mut ended = engine.watch_job(job_id).map_err(status_of)?;
+    let until_ended = async {
+        // An error: the job was forgotten meanwhile (retention), which `outcome` reports.
+        let _ = ended.wait_for(|ended| *ended).await;
+    };
+    match wait {
+        Some(wait) => {
+            let _ = tokio::time::timeout(wait, until_ended).await;
+        }
+        None => until_ended.await,
+    }
+    engine.outcome(job_id).map_err(status_of)
 }
 
 /// The engine's request from the wire's.
@@ -127,8 +160,8 @@ impl ProvingEngine for Service {
         request: Request<proto::AwaitProofRequest>,
     ) -> Result<Response<proto::AwaitProofResponse>, Status> {
         let r = request.into_inner();
-        let wait = timeout(r.timeout_ms);
-        let o = self.blocking(move |e| e.await_job(&r.job_id, wait)).await?;
+        let engine = self.engine()?;
+        let o = wait_for_job(&engine, &r.job_id, timeout(r.timeout_ms)).await?;
         Ok(Response::new(await_response(o)))
     }
 
@@ -141,12 +174,9 @@ impl ProvingEngine for Service {
             .submit
             .ok_or_else(|| Status::invalid_argument("ProveRequest.submit is missing"))?;
         let r = job_request(submit).map_err(status_of)?;
-        let o = self
-            .blocking(move |e| {
-                let s = e.submit(r)?;
-                e.await_job(&s.job_id, None)
-            })
-            .await?;
+        let s = self.blocking(move |e| e.submit(r)).await?;
+        let engine = self.engine()?;
+        let o = wait_for_job(&engine, &s.job_id, None).await?;
         Ok(Response::new(proto::ProveResponse {
             result: Some(await_response(o)),
         }))
@@ -257,5 +287,119 @@ impl ProvingEngine for Service {
             was_loaded,
             freed_bytes,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic::Code;
+
+    #[test]
+    fn error_codes_say_what_happened() {
+        let io = || std::io::Error::other("x");
+        let cases = [
+            (EngineError::UnknownJob("j".into()), Code::NotFound),
+            (
+                EngineError::InvalidRequest("x".into()),
+                Code::InvalidArgument,
+            ),
+            (EngineError::ShuttingDown, Code::Unavailable),
+            (
+                EngineError::Device {
+                    device: "gpu0".into(),
+                    source: Box::new(io()),
+                },
+                Code::Unavailable,
+            ),
+            (
+                EngineError::DamagedSpool {
+                    path: "spool/j.job".into(),
+                    detail: "checksum".into(),
+                },
+                Code::DataLoss,
+            ),
+            (EngineError::JournalCorrupt("x".into()), Code::Internal),
+            (EngineError::Internal("x".into()), Code::Internal),
+            (EngineError::Panic("x".into()), Code::Internal),
+            (EngineError::InUse("x".into()), Code::FailedPrecondition),
+        ];
+        for (e, code) in cases {
+            assert_eq!(code_of(&e), code, "{e}");
+        }
+    }
+
+    /// Waiters hold no thread: with far more of them than the blocking pool has threads, a
+    /// submission is still answered at once, and the engine's stop wakes them all.
+    #[test]
+    fn many_waiters_do_not_block_submissions() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = cuzk_engine::EngineConfig {
+            data_dir: dir.path().join("data"),
+            params: cuzk_engine::ParamConfig {
+                filecoin_dir: dir.path().join("filecoin"),
+                synthetic_dir: dir.path().join("params"),
+                generate_test_params: false,
+                budget_bytes: u64::MAX,
+            },
+            group_window: 0,
+            retention: Duration::from_secs(60),
+            max_attempts: 3,
+            spool_threshold: 64 << 10,
+            pce_dir: None,
+        };
+        // No workers: every job stays pending, so every waiter waits until the stop.
+        let engine = Arc::new(Engine::start(config, Vec::new(), None).unwrap());
+        let cell = Arc::new(OnceLock::new());
+        cell.set(Arc::clone(&engine)).unwrap();
+        let service = Service::new(cell);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .max_blocking_threads(4)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let submit = |seed| {
+                let s = service.clone();
+                async move {
+                    let r = crate::requests::synthetic_request(6, seed, 1);
+                    s.submit_proof(Request::new(r))
+                        .await
+                        .unwrap()
+                        .into_inner()
+                        .job_id
+                }
+            };
+            let job_id = submit(1).await;
+            let waiters: Vec<_> = (0..600)
+                .map(|_| {
+                    let s = service.clone();
+                    let job_id = job_id.clone();
+                    tokio::spawn(async move {
+                        let r = proto::AwaitProofRequest {
+                            job_id,
+                            timeout_ms: 0,
+                        };
+                        s.await_proof(Request::new(r)).await.unwrap().into_inner()
+                    })
+                })
+                .collect();
+            // Let every waiter reach its wait.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let answered = tokio::time::timeout(Duration::from_secs(20), submit(2)).await;
+            assert!(answered.is_ok(), "600 waiters held up a submission");
+            let e = Arc::clone(&engine);
+            tokio::task::spawn_blocking(move || e.shutdown(Duration::from_secs(1)))
+                .await
+                .unwrap();
+            for w in waiters {
+                let r = tokio::time::timeout(Duration::from_secs(20), w)
+                    .await
+                    .expect("the stop wakes every waiter")
+                    .unwrap();
+                assert_eq!(r.status, await_proof_response::Status::Timeout as i32);
+            }
+        });
     }
 }

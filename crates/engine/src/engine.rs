@@ -65,9 +65,26 @@ pub(crate) struct Job {
     /// When it ended (ms since the Unix epoch; 0: not yet): what the retention counts from,
     /// across restarts too.
     pub(crate) finished_ms: u64,
+    /// Turns true once the job has ended, or the engine stops: what async waiters await.
+    pub(crate) signal: tokio::sync::watch::Sender<bool>,
     /// The job's `queue_wait` span (cuzk-telemetry's convention), open from submission (or
     /// restart) until a worker takes it.
     pub(crate) queue_span: Option<tracing::Span>,
+}
+
+impl Job {
+    /// What `await` reports about the job now.
+    pub(crate) fn outcome(&self, job_id: &str) -> JobOutcome {
+        JobOutcome {
+            job_id: job_id.to_string(),
+            state: self.state,
+            proof: self.proof.clone(),
+            error: self.error.clone(),
+            timings: self.timings,
+            started_ms: self.started_ms,
+            finished_ms: self.finished_ms,
+        }
+    }
 }
 
 /// A `queue_wait` span for job `seq`; its worker and device are recorded when one takes it.
@@ -207,6 +224,7 @@ impl Engine {
                 timings: row.timings,
                 started_ms: row.started_ms,
                 finished_ms: row.finished_ms,
+                signal: tokio::sync::watch::Sender::new(row.state.is_terminal()),
                 queue_span: (!row.state.is_terminal()).then(|| queue_span(row.seq)),
             };
             if !job.state.is_terminal() {
@@ -214,6 +232,7 @@ impl Engine {
                     job.state = JobState::Failed;
                     job.error = EngineError::TooManyAttempts(job.attempts).to_string();
                     job.finished_ms = now_ms();
+                    job.signal.send_replace(true);
                     journal.finish(
                         &row.job_id,
                         job.state,
@@ -374,6 +393,7 @@ impl Engine {
                 timings: JobTimings::default(),
                 started_ms: 0,
                 finished_ms: 0,
+                signal: tokio::sync::watch::Sender::new(false),
                 queue_span: Some(queue_span(seq)),
             },
         );
@@ -408,15 +428,7 @@ impl Engine {
             let now = Instant::now();
             let expired = deadline.is_some_and(|d| now >= d);
             if job.state.is_terminal() || expired || (state.stopping && !job.state.is_terminal()) {
-                return Ok(JobOutcome {
-                    job_id: job_id.to_string(),
-                    state: job.state,
-                    proof: job.proof.clone(),
-                    error: job.error.clone(),
-                    timings: job.timings,
-                    started_ms: job.started_ms,
-                    finished_ms: job.finished_ms,
-                });
+                return Ok(job.outcome(job_id));
             }
             // Waking at least once a second keeps a shutdown from leaving waiters behind.
             let wait = deadline
@@ -430,6 +442,34 @@ impl Engine {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
+    }
+
+    /// `job_id` as it stands now, without waiting.
+    pub fn outcome(&self, job_id: &str) -> Result<JobOutcome, EngineError> {
+        let state = self.shared.state();
+        let job = state
+            .jobs
+            .get(job_id)
+            .ok_or_else(|| EngineError::UnknownJob(job_id.to_string()))?;
+        Ok(job.outcome(job_id))
+    }
+
+    /// A watch on `job_id` that turns true once it has ended or the engine stops (then
+    /// [`Engine::outcome`] says which): an async waiter awaits it with its own deadline and
+    /// holds no thread. It also ends (an error) if the job is forgotten meanwhile.
+    pub fn watch_job(
+        &self,
+        job_id: &str,
+    ) -> Result<tokio::sync::watch::Receiver<bool>, EngineError> {
+        let state = self.shared.state();
+        let job = state
+            .jobs
+            .get(job_id)
+            .ok_or_else(|| EngineError::UnknownJob(job_id.to_string()))?;
+        if state.stopping {
+            job.signal.send_replace(true);
+        }
+        Ok(job.signal.subscribe())
     }
 
     /// Cancels `job_id`: a pending job ends at once, a running one at its next partition
@@ -453,6 +493,7 @@ impl Engine {
                 job.state = JobState::Cancelled;
                 job.error = EngineError::Cancelled.to_string();
                 job.finished_ms = now_ms();
+                job.signal.send_replace(true);
                 let finished_ms = job.finished_ms;
                 job.timings.total =
                     Duration::from_millis(now_ms().saturating_sub(job.submitted_ms));
@@ -480,7 +521,14 @@ impl Engine {
     /// on restart), and waits up to `grace` again for the workers to leave.
     pub fn shutdown(&self, grace: Duration) {
         let shared = &self.shared;
-        shared.state().stopping = true;
+        {
+            let mut state = shared.state();
+            state.stopping = true;
+            // Async waiters return, as the blocking ones do below.
+            for job in state.jobs.values() {
+                job.signal.send_replace(true);
+            }
+        }
         shared.work.notify_all();
         shared.ended.notify_all();
         let deadline = Instant::now() + grace;

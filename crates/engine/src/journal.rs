@@ -353,11 +353,14 @@ impl Journal {
         let mut out = Vec::new();
         for row in rows {
             let (kind, priority, state, mut row) = row.map_err(sql_err)?;
-            row.request.kind = ProofKind::from_number(kind)?;
-            row.request.priority = Priority::from_number(priority)?;
-            row.state = JobState::from_name(&state).ok_or_else(|| {
-                EngineError::InvalidRequest(format!("journal: unknown state {state:?}"))
-            })?;
+            let corrupt =
+                |what: String| EngineError::JournalCorrupt(format!("job {}: {what}", row.job_id));
+            row.request.kind = ProofKind::from_number(kind)
+                .map_err(|_| corrupt(format!("unknown kind {kind}")))?;
+            row.request.priority = Priority::from_number(priority)
+                .map_err(|_| corrupt(format!("unknown priority {priority}")))?;
+            row.state = JobState::from_name(&state)
+                .ok_or_else(|| corrupt(format!("unknown state {state:?}")))?;
             out.push(row);
         }
         Ok(out)

@@ -102,9 +102,13 @@ pub enum EngineError {
     /// A proof did not verify: never returned as a result.
     #[error("the proof does not verify")]
     ProofInvalid,
-    /// The prover panicked.
+    /// The prover panicked (a caught panic, nothing else).
     #[error("the prover panicked: {0}")]
     Panic(String),
+    /// The engine broke one of its own rules (a partition lost, a job stopped with no error
+    /// recorded): a bug, never the input's fault.
+    #[error("internal error: {0}")]
+    Internal(String),
     /// The Filecoin layer rejected the input or failed.
     #[error(transparent)]
     Filecoin(#[from] cuzk_filecoin::FilecoinError),
@@ -127,6 +131,9 @@ pub enum EngineError {
     /// The journal database failed.
     #[error("journal: {0}")]
     Journal(#[source] rusqlite::Error),
+    /// The journal holds a row this cuzk cannot read (an unknown state, kind or priority).
+    #[error("the journal is corrupt: {0}")]
+    JournalCorrupt(String),
     /// The journal was written by a newer cuzk (its schema version is higher than this one's).
     #[error(
         "the journal {path} has schema version {found}, newer than this cuzk's {supported}: run \

@@ -209,7 +209,7 @@ impl EngineProver<'_> {
     fn stop(&mut self) -> ProverError {
         let error = match self.spread.take().map(Spreader::finish) {
             Some(Err(e)) => e,
-            _ => EngineError::Panic("the job stopped for no recorded reason".into()),
+            _ => EngineError::Internal("the job stopped for no recorded reason".into()),
         };
         Box::new(error)
     }
@@ -480,7 +480,7 @@ fn run_synthetic(
     // Partitions prove while the next ones are synthesised: proving is the rest of the time.
     out.proving = start.elapsed().saturating_sub(out.synthesis);
     if proofs.len() != input.partitions as usize {
-        return Err(EngineError::Panic(format!(
+        return Err(EngineError::Internal(format!(
             "{} of {} partitions were proven",
             proofs.len(),
             input.partitions

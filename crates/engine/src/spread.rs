@@ -212,7 +212,7 @@ impl<'a> Spreader<'a> {
                 Err(_) => {
                     self.error.get_or_insert((
                         usize::MAX,
-                        EngineError::Panic("a partition was lost by its worker".into()),
+                        EngineError::Internal("a partition was lost by its worker".into()),
                     ));
                     break;
                 }

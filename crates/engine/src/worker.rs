@@ -207,6 +207,7 @@ fn finish(
         job.timings = timings;
         if state_after.is_terminal() {
             job.finished_ms = end_ms;
+            job.signal.send_replace(true);
         }
     }
     if state_after.is_terminal() {

@@ -293,7 +293,10 @@ fn retention_counts_from_the_end_across_restarts() {
     let now = cuzk_engine::journal::now_ms();
     std::thread::sleep(Duration::from_millis(expiry.saturating_sub(now)));
     let other = e.submit(synthetic(6, 42, 1)).unwrap().job_id;
-    assert_eq!(e.await_job(&other, WAIT).unwrap().state, JobState::Completed);
+    assert_eq!(
+        e.await_job(&other, WAIT).unwrap().state,
+        JobState::Completed
+    );
     assert!(matches!(
         e.await_job(&id, Some(Duration::ZERO)),
         Err(EngineError::UnknownJob(_))
