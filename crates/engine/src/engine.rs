@@ -2,8 +2,9 @@
 //! submit, await, cancel, status and metrics.
 //!
 //! One mutex guards the in-memory state (jobs, queue, partitions offered by running jobs,
-//! workers, counters); the journal has its own, and a third serialises submissions so a
-//! request id is journaled once. Workers wait on one condition variable for work (an offered
+//! workers, counters); the journal has its own. A submission reserves its request id in the
+//! state, then writes and syncs its inputs holding neither, so submissions do not queue behind
+//! each other's disk syncs. Workers wait on one condition variable for work (an offered
 //! partition first, then the queue's next job), awaiters on another for jobs ending. Nothing
 //! blocks while holding the state lock except short journal writes.
 
@@ -23,7 +24,7 @@ use crate::metrics::Metrics;
 use crate::params::{ParamConfig, ParamManager};
 use crate::queue::{JobQueue, Queued};
 use crate::run::{circuit_of, JobControl};
-use crate::spool::{Spool, SpoolData};
+use crate::spool::Spool;
 use crate::spread::{Helpers, PartitionTask};
 use crate::worker::worker_loop;
 use crate::EngineError;
@@ -134,7 +135,8 @@ pub(crate) struct Shared {
     pub(crate) state: Mutex<State>,
     pub(crate) work: Condvar,
     pub(crate) ended: Condvar,
-    pub(crate) submit: Mutex<()>,
+    /// Told when a submission's request id is accepted or let go.
+    pub(crate) accepted: Condvar,
     pub(crate) started: Instant,
     pub(crate) telemetry: Option<RecorderHandle>,
     /// The data folder's lock: held while the engine runs, let go once a shutdown has seen
@@ -287,7 +289,7 @@ impl Engine {
             state: Mutex::new(state),
             work: Condvar::new(),
             ended: Condvar::new(),
-            submit: Mutex::new(()),
+            accepted: Condvar::new(),
             started: Instant::now(),
             telemetry,
             lock: Mutex::new(Some(lock)),
@@ -316,74 +318,131 @@ impl Engine {
 
     /// Accepts a job: checks it, writes its inputs (to a spool file, synced, when large) and
     /// its journal row (synced), queues it. A request id seen before returns that job instead.
+    ///
+    /// No engine lock is held while the inputs are written and synced: the request id is
+    /// reserved first (a second submission of it waits for the first to be accepted or
+    /// refused), and the journal's UNIQUE request id is the backstop. The inputs are written
+    /// from the request as it came, never copied.
     pub fn submit(&self, request: JobRequest) -> Result<Submitted, EngineError> {
         let shared = &self.shared;
         let circuit_id = circuit_of(&request)?.map(|c| c.id());
         check_shape(&request)?;
-        let _submit = shared.submit.lock().unwrap_or_else(PoisonError::into_inner);
+        let job_id = new_job_id();
+        let request_id = request.request_id.clone();
         {
-            let state = shared.state();
-            if state.stopping {
-                return Err(EngineError::ShuttingDown);
-            }
-            if !request.request_id.is_empty() {
-                if let Some(id) = state.by_request.get(&request.request_id) {
-                    let device = state
-                        .workers
-                        .iter()
-                        .find(|w| w.current.as_ref().is_some_and(|(j, _)| j == id))
-                        .map(|w| w.device.clone());
-                    return Ok(Submitted {
-                        job_id: id.clone(),
-                        queue_position: state.queue.position(id).unwrap_or(0),
-                        existing: true,
-                        device,
-                    });
+            let mut state = shared.state();
+            loop {
+                if state.stopping {
+                    return Err(EngineError::ShuttingDown);
+                }
+                if request_id.is_empty() {
+                    break;
+                }
+                match state.by_request.get(&request_id) {
+                    Some(id) if state.jobs.contains_key(id) => {
+                        return Ok(existing(&state, id.clone()));
+                    }
+                    // Reserved by a submission still writing its inputs.
+                    Some(_) => {
+                        state = shared
+                            .accepted
+                            .wait_timeout(state, Duration::from_secs(1))
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .0;
+                    }
+                    None => {
+                        state.by_request.insert(request_id.clone(), job_id.clone());
+                        break;
+                    }
                 }
             }
         }
-        let job_id = new_job_id();
-        let data = SpoolData {
-            vanilla_proof: request.vanilla_proof.clone(),
-            vanilla_proofs: request.vanilla_proofs.clone(),
+        let accepted = self.accept(&job_id, request, circuit_id);
+        let mut state = shared.state();
+        let out = match accepted {
+            Ok(Accepted::New(seq, priority)) => {
+                let circuit = state.jobs.get(&job_id).and_then(|j| j.circuit_id.clone());
+                state
+                    .queue
+                    .push(priority, Queued::new(job_id.clone(), seq, circuit));
+                let queue_position = state.queue.position(&job_id).unwrap_or(0);
+                Ok(Submitted {
+                    job_id,
+                    queue_position,
+                    existing: false,
+                    device: None,
+                })
+            }
+            Ok(Accepted::Journaled(other)) => {
+                state.by_request.insert(request_id.clone(), other.clone());
+                Ok(existing(&state, other))
+            }
+            Err(e) => {
+                if state.by_request.get(&request_id) == Some(&job_id) {
+                    state.by_request.remove(&request_id);
+                }
+                Err(e)
+            }
         };
+        drop(state);
+        shared.accepted.notify_all();
+        shared.work.notify_one();
+        out
+    }
+
+    /// Writes job `job_id`'s inputs and journal row (no engine lock held while they sync) and
+    /// puts it in memory; the caller queues it.
+    fn accept(
+        &self,
+        job_id: &str,
+        request: JobRequest,
+        circuit_id: Option<String>,
+    ) -> Result<Accepted, EngineError> {
+        let shared = &self.shared;
         let inline = request.payload_bytes() < shared.config.spool_threshold;
         let payload = if inline {
-            Some(crate::spool::encode(&data))
+            Some(crate::spool::encode_parts(
+                &request.vanilla_proof,
+                &request.vanilla_proofs,
+            ))
         } else {
-            shared.spool.write(&job_id, &data)?;
+            shared
+                .spool
+                .write_parts(job_id, &request.vanilla_proof, &request.vanilla_proofs)?;
             None
         };
-        drop(data);
         let submitted_ms = now_ms();
+        // The inputs are on disk: from here the request is kept without them.
         let small = JobRequest {
             vanilla_proof: Vec::new(),
             vanilla_proofs: Vec::new(),
             ..request
         };
-        let seq = match shared
+        let inserted = shared
             .journal()
-            .insert(&job_id, &small, payload.as_deref(), submitted_ms)
-        {
+            .insert(job_id, &small, payload.as_deref(), submitted_ms);
+        let seq = match inserted {
             Ok(seq) => seq,
             Err(e) => {
-                shared.spool.remove(&job_id);
+                shared.spool.remove(job_id);
+                // The backstop: the request id was journaled by another submission.
+                if !small.request_id.is_empty() {
+                    if let Ok(Some(other)) = shared.journal().find_request(&small.request_id) {
+                        if shared.state().jobs.contains_key(&other) {
+                            return Ok(Accepted::Journaled(other));
+                        }
+                    }
+                }
                 return Err(e);
             }
         };
-        let mut state = shared.state();
         let priority = small.priority;
-        if !small.request_id.is_empty() {
-            state
-                .by_request
-                .insert(small.request_id.clone(), job_id.clone());
-        }
-        state.jobs.insert(
-            job_id.clone(),
+        shared.state().jobs.insert(
+            job_id.to_string(),
             Job {
                 seq,
                 request: Arc::new(small),
-                circuit_id: circuit_id.clone(),
+                circuit_id,
                 state: JobState::Pending,
                 control: Arc::default(),
                 submitted_ms,
@@ -397,18 +456,7 @@ impl Engine {
                 queue_span: Some(queue_span(seq)),
             },
         );
-        state
-            .queue
-            .push(priority, Queued::new(job_id.clone(), seq, circuit_id));
-        let queue_position = state.queue.position(&job_id).unwrap_or(0);
-        drop(state);
-        shared.work.notify_one();
-        Ok(Submitted {
-            job_id,
-            queue_position,
-            existing: false,
-            device: None,
-        })
+        Ok(Accepted::New(seq, priority))
     }
 
     /// Waits until `job_id` ends or `timeout` passes (None: no limit) and reports it; a job
@@ -584,6 +632,29 @@ fn check_shape(r: &JobRequest) -> Result<(), EngineError> {
         )));
     }
     Ok(())
+}
+
+/// How [`Engine::accept`] ended.
+enum Accepted {
+    /// A new job, with its sequence number and priority.
+    New(u64, crate::job::Priority),
+    /// The request id was journaled already, by this job.
+    Journaled(String),
+}
+
+/// What `submit` answers for an existing job `id`.
+fn existing(state: &State, id: String) -> Submitted {
+    let device = state
+        .workers
+        .iter()
+        .find(|w| w.current.as_ref().is_some_and(|(j, _)| *j == id))
+        .map(|w| w.device.clone());
+    Submitted {
+        queue_position: state.queue.position(&id).unwrap_or(0),
+        job_id: id,
+        existing: true,
+        device,
+    }
 }
 
 fn new_job_id() -> String {

@@ -259,8 +259,9 @@ impl Slot {
 struct Inner {
     config: ParamConfig,
     slots: Mutex<HashMap<String, Slot>>,
-    /// Serialises loads, so two jobs of a cold circuit load it once.
-    loading: Mutex<()>,
+    /// One gate per circuit: two jobs of a cold circuit load it once, while another
+    /// circuit's load goes on beside it.
+    loading: Mutex<HashMap<String, Arc<Mutex<()>>>>,
     clock: std::sync::atomic::AtomicU64,
     /// Told when parameters are preloaded and when they leave the hot tier.
     backends: Mutex<Vec<Arc<dyn ProofBackend>>>,
@@ -320,7 +321,7 @@ impl ParamManager {
             inner: Arc::new(Inner {
                 config,
                 slots: Mutex::new(HashMap::new()),
-                loading: Mutex::new(()),
+                loading: Mutex::new(HashMap::new()),
                 clock: std::sync::atomic::AtomicU64::new(1),
                 backends: Mutex::new(Vec::new()),
             }),
@@ -381,11 +382,15 @@ impl ParamManager {
             return Ok((lease, Duration::ZERO));
         }
         let start = Instant::now();
-        let _loading = self
-            .inner
-            .loading
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let gate = Arc::clone(
+            self.inner
+                .loading
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(id.clone())
+                .or_default(),
+        );
+        let _loading = gate.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(lease) = self.lease_hot(&id) {
             // Another job loaded them while this one waited: this job waited for the load.
             return Ok((lease, start.elapsed()));

@@ -35,8 +35,12 @@ use crate::EngineError;
 #[derive(Debug)]
 pub struct PceStore {
     dir: std::path::PathBuf,
-    loaded: std::sync::Mutex<std::collections::HashMap<String, Arc<cuzk_pce::PreCompiled>>>,
+    /// One slot per key, locked while its circuit is read or recorded: a recording of one
+    /// circuit never holds up another's jobs.
+    loaded: std::sync::Mutex<std::collections::HashMap<String, Arc<PceSlot>>>,
 }
+
+type PceSlot = std::sync::Mutex<Option<Arc<cuzk_pce::PreCompiled>>>;
 
 impl PceStore {
     /// A store in `dir`.
@@ -54,11 +58,17 @@ impl PceStore {
         key: &str,
         record: &mut dyn FnMut() -> Result<cuzk_pce::Recording, EngineError>,
     ) -> Result<Arc<cuzk_pce::PreCompiled>, EngineError> {
-        let mut loaded = self
-            .loaded
+        let slot = Arc::clone(
+            self.loaded
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .entry(key.to_string())
+                .or_default(),
+        );
+        let mut loaded = slot
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(pc) = loaded.get(key) {
+        if let Some(pc) = loaded.as_ref() {
             return Ok(Arc::clone(pc));
         }
         std::fs::create_dir_all(&self.dir).map_err(EngineError::io(&self.dir))?;
@@ -74,7 +84,7 @@ impl PceStore {
             }
         };
         let pc = Arc::new(pc);
-        loaded.insert(key.to_string(), Arc::clone(&pc));
+        *loaded = Some(Arc::clone(&pc));
         Ok(pc)
     }
 }

@@ -28,20 +28,40 @@ pub struct SpoolData {
 
 /// The checked encoding of `data` (a spool file's bytes, also what the journal keeps inline).
 pub fn encode(data: &SpoolData) -> Vec<u8> {
-    let blobs: Vec<&Vec<u8>> = std::iter::once(&data.vanilla_proof)
-        .chain(data.vanilla_proofs.iter())
-        .collect();
-    let len = 12 + blobs.iter().map(|b| 8 + b.len()).sum::<usize>() + 32;
+    encode_parts(&data.vanilla_proof, &data.vanilla_proofs)
+}
+
+/// [`encode`] of the inputs as a request holds them.
+pub fn encode_parts(vanilla_proof: &[u8], vanilla_proofs: &[Vec<u8>]) -> Vec<u8> {
+    let len = 12
+        + 8
+        + vanilla_proof.len()
+        + vanilla_proofs.iter().map(|b| 8 + b.len()).sum::<usize>()
+        + 32;
     let mut out = Vec::with_capacity(len);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&(blobs.len() as u32).to_le_bytes());
-    for blob in blobs {
-        out.extend_from_slice(&(blob.len() as u64).to_le_bytes());
-        out.extend_from_slice(blob);
-    }
-    let digest = Sha256::digest(&out);
-    out.extend_from_slice(&digest);
+    write_encoded(&mut out, vanilla_proof, vanilla_proofs).expect("writing to memory");
     out
+}
+
+/// Writes the encoding to `w` as it goes (the inputs are not copied), hashing what it writes.
+fn write_encoded(
+    w: &mut impl Write,
+    vanilla_proof: &[u8],
+    vanilla_proofs: &[Vec<u8>],
+) -> std::io::Result<()> {
+    let mut hasher = Sha256::new();
+    let mut put = |bytes: &[u8]| -> std::io::Result<()> {
+        hasher.update(bytes);
+        w.write_all(bytes)
+    };
+    put(MAGIC)?;
+    put(&((1 + vanilla_proofs.len()) as u32).to_le_bytes())?;
+    for blob in std::iter::once(vanilla_proof).chain(vanilla_proofs.iter().map(Vec::as_slice)) {
+        put(&(blob.len() as u64).to_le_bytes())?;
+        put(blob)?;
+    }
+    let digest = hasher.finalize();
+    w.write_all(&digest)
 }
 
 /// Decodes and checks [`encode`]'s bytes; the error says what is wrong.
@@ -104,11 +124,23 @@ impl Spool {
     /// Writes `data` for `job_id` beside its final name, syncs it, renames it into place and
     /// syncs the folder: when this returns, the file survives a crash.
     pub fn write(&self, job_id: &str, data: &SpoolData) -> Result<PathBuf, EngineError> {
+        self.write_parts(job_id, &data.vanilla_proof, &data.vanilla_proofs)
+    }
+
+    /// [`Spool::write`] from the inputs as a request holds them, streamed to the file.
+    pub fn write_parts(
+        &self,
+        job_id: &str,
+        vanilla_proof: &[u8],
+        vanilla_proofs: &[Vec<u8>],
+    ) -> Result<PathBuf, EngineError> {
         let path = self.path(job_id);
         let tmp = self.dir.join(format!("{job_id}.tmp"));
         let result = (|| {
-            let mut file = fs::File::create(&tmp)?;
-            file.write_all(&encode(data))?;
+            let file = fs::File::create(&tmp)?;
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+            write_encoded(&mut out, vanilla_proof, vanilla_proofs)?;
+            let file = out.into_inner().map_err(|e| e.into_error())?;
             file.sync_all()?;
             fs::rename(&tmp, &path)?;
             fs::File::open(&self.dir)?.sync_all()

@@ -248,9 +248,17 @@ fn graceful_stops_do_not_use_up_attempts() {
         let state = e.await_job(job, Some(Duration::ZERO)).unwrap().state;
         assert!(!state.is_terminal(), "start {cycle}: the job is {state:?}");
         until_running(&e);
-        // A short grace, then the job stops at its next partition boundary.
-        e.shutdown(Duration::from_millis(300));
-        let state = e.await_job(job, Some(Duration::ZERO)).unwrap().state;
+        // No grace: the job stops at its next partition boundary, then the workers leave.
+        e.shutdown(Duration::ZERO);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let state = loop {
+            let state = e.await_job(job, Some(Duration::ZERO)).unwrap().state;
+            if state != JobState::Running || Instant::now() > deadline {
+                break state;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        e.shutdown(Duration::from_secs(5));
         assert_eq!(
             state,
             JobState::Pending,
@@ -301,5 +309,32 @@ fn retention_counts_from_the_end_across_restarts() {
         e.await_job(&id, Some(Duration::ZERO)),
         Err(EngineError::UnknownJob(_))
     ));
+    e.shutdown(Duration::from_secs(5));
+}
+
+/// No global lock across a parameter load: while one circuit's parameters load (here: are
+/// made, which takes a while), a CRITICAL job of another circuit on the second worker loads
+/// its own, proves and ends before that load does.
+#[test]
+fn a_parameter_load_does_not_hold_up_another_circuit() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine_with(dir.path(), 2);
+    let slow = e.submit(synthetic(15, 51, 1)).unwrap().job_id;
+    until_running(&e);
+    let mut r = synthetic(6, 52, 1);
+    r.priority = Priority::Critical;
+    let quick = e.submit(r).unwrap().job_id;
+    let quick = e.await_job(&quick, WAIT).unwrap();
+    assert_eq!(quick.state, JobState::Completed, "{}", quick.error);
+    let slow = e.await_job(&slow, WAIT).unwrap();
+    assert_eq!(slow.state, JobState::Completed, "{}", slow.error);
+    let load_end = slow.started_ms + slow.timings.param_load.as_millis() as u64;
+    assert!(
+        quick.finished_ms <= load_end,
+        "the quick job ended at {} ms, after the other circuit's load ({} ms from {})",
+        quick.finished_ms,
+        slow.timings.param_load.as_millis(),
+        slow.started_ms
+    );
     e.shutdown(Duration::from_secs(5));
 }
