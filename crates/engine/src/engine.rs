@@ -107,6 +107,8 @@ pub(crate) struct Worker {
     pub(crate) current: Option<(String, ProofKind)>,
     pub(crate) busy: Duration,
     pub(crate) busy_since: Option<Instant>,
+    /// Its device's memory as last asked (by the status refresher, never on a request).
+    pub(crate) memory: Option<crate::backend::DeviceMemory>,
 }
 
 #[derive(Debug, Default)]
@@ -135,6 +137,8 @@ pub(crate) struct Shared {
     pub(crate) state: Mutex<State>,
     pub(crate) work: Condvar,
     pub(crate) ended: Condvar,
+    /// What status and metrics requests read ([`crate::status`]).
+    pub(crate) snapshot: Mutex<Arc<crate::status::Snapshot>>,
     /// Told when a submission's request id is accepted or let go.
     pub(crate) accepted: Condvar,
     pub(crate) started: Instant,
@@ -276,6 +280,7 @@ impl Engine {
                 current: None,
                 busy: Duration::ZERO,
                 busy_since: None,
+                memory: b.memory(),
             })
             .collect();
         let params = ParamManager::new(config.params.clone());
@@ -290,10 +295,17 @@ impl Engine {
             work: Condvar::new(),
             ended: Condvar::new(),
             accepted: Condvar::new(),
+            snapshot: Mutex::default(),
             started: Instant::now(),
             telemetry,
             lock: Mutex::new(Some(lock)),
         });
+        crate::status::refresh(&shared, &shared.state());
+        let weak = Arc::downgrade(&shared);
+        std::thread::Builder::new()
+            .name("cuzk-status".into())
+            .spawn(move || crate::status::refresher(weak))
+            .map_err(EngineError::io("status thread"))?;
         let threads = backends
             .into_iter()
             .enumerate()
@@ -366,6 +378,7 @@ impl Engine {
                     .queue
                     .push(priority, Queued::new(job_id.clone(), seq, circuit));
                 let queue_position = state.queue.position(&job_id).unwrap_or(0);
+                crate::status::refresh(shared, &state);
                 Ok(Submitted {
                     job_id,
                     queue_position,
@@ -547,6 +560,7 @@ impl Engine {
                     Duration::from_millis(now_ms().saturating_sub(job.submitted_ms));
                 let (kind, timings, error) = (job.request.kind, job.timings, job.error.clone());
                 state.metrics.record(kind, None, &timings);
+                crate::status::refresh(shared, &state);
                 shared.journal().finish(
                     job_id,
                     JobState::Cancelled,

@@ -1,12 +1,19 @@
 //! What the engine reports about itself: [`EngineStatus`] (workers, queues, parameters,
 //! counters) and the Prometheus text of the metrics, and the recent proofs' waterfall.
+//!
+//! Both are served from a snapshot, rebuilt at every job event (submitted, started, ended,
+//! cancelled) by the thread of that event and at least once a second by a thread of its own,
+//! which also asks the devices for their memory: reading them takes no engine lock and queries
+//! no device, so a status request on an async runtime thread never waits for either.
 
 use std::fmt::Write;
+use std::sync::{Arc, PoisonError, Weak};
+use std::time::Duration;
 
 use crate::backend::DeviceMemory;
-use crate::engine::Engine;
+use crate::engine::{Engine, Shared, State};
 use crate::job::{JobState, ProofKind};
-use crate::params::ParamStatus;
+use crate::params::{ParamStatus, Tier};
 
 /// A worker as status reports it.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -37,7 +44,7 @@ pub struct KindQueue {
 }
 
 /// The engine's state at one moment.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct EngineStatus {
     /// Seconds since the engine started.
     pub uptime_seconds: u64,
@@ -74,11 +81,51 @@ fn serialize_params<S: serde::Serializer>(p: &[ParamStatus], s: S) -> Result<S::
     seq.end()
 }
 
-impl Engine {
-    /// The engine's state now.
-    pub fn status(&self) -> EngineStatus {
-        let state = self.shared.state();
-        let uptime = self.shared.started.elapsed();
+/// What status and metrics requests read.
+#[derive(Debug, Default)]
+pub(crate) struct Snapshot {
+    status: EngineStatus,
+    metrics: String,
+}
+
+/// Rebuilds the snapshot from `state` (the caller holds its lock).
+pub(crate) fn refresh(shared: &Shared, state: &State) {
+    let status = build_status(shared, state);
+    let mut metrics = String::new();
+    state.metrics.write(&mut metrics);
+    write_metrics(&status, &mut metrics);
+    *shared
+        .snapshot
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner) = Arc::new(Snapshot { status, metrics });
+}
+
+/// Every second while the engine exists: each device's memory asked (with no engine lock
+/// held), then the snapshot rebuilt, so uptime, busy fractions and memory stay current.
+pub(crate) fn refresher(shared: Weak<Shared>) {
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let backends: Vec<_> = shared
+            .state()
+            .workers
+            .iter()
+            .map(|w| Arc::clone(&w.backend))
+            .collect();
+        let memory: Vec<_> = backends.iter().map(|b| b.memory()).collect();
+        let mut state = shared.state();
+        for (w, m) in state.workers.iter_mut().zip(memory) {
+            w.memory = m;
+        }
+        refresh(&shared, &state);
+    }
+}
+
+fn build_status(shared: &Shared, state: &State) -> EngineStatus {
+    {
+        let uptime = shared.started.elapsed();
         let workers = state
             .workers
             .iter()
@@ -91,16 +138,31 @@ impl Engine {
                     current_job_id: w.current.as_ref().map(|(id, _)| id.clone()),
                     current_kind: w.current.as_ref().map(|(_, k)| k.name().to_string()),
                     busy_fraction: busy.as_secs_f64() / uptime.as_secs_f64().max(1e-9),
-                    memory: w.backend.memory(),
+                    memory: w.memory,
                 }
             })
             .collect();
+        // From the queue and the workers, not every job kept for the retention.
+        let mut live: Vec<(ProofKind, JobState)> = state
+            .queue
+            .iter()
+            .filter_map(|q| state.jobs.get(&q.job_id))
+            .map(|j| (j.request.kind, j.state))
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        for (id, _) in state.workers.iter().filter_map(|w| w.current.as_ref()) {
+            if let Some(j) = state.jobs.get(id) {
+                if j.state == JobState::Running && seen.insert(id) {
+                    live.push((j.request.kind, j.state));
+                }
+            }
+        }
         let queues = ProofKind::ALL
             .iter()
             .map(|kind| {
                 let (mut pending, mut in_progress) = (0, 0);
-                for job in state.jobs.values().filter(|j| j.request.kind == *kind) {
-                    match job.state {
+                for (_, s) in live.iter().filter(|(k, _)| k == kind) {
+                    match s {
                         JobState::Pending => pending += 1,
                         JobState::Running => in_progress += 1,
                         _ => {}
@@ -124,7 +186,7 @@ impl Engine {
                 .iter()
                 .map(|(p, n)| (p.name().to_string(), *n as u32))
                 .collect(),
-            params: self.shared.params.status(),
+            params: shared.params.status(),
             completed: state.metrics.completed(),
             failed: state.metrics.failed(),
             mean_stage_ms: crate::metrics::STAGES
@@ -133,12 +195,10 @@ impl Engine {
                 .collect(),
         }
     }
+}
 
-    /// The metrics in Prometheus text format.
-    pub fn metrics_text(&self) -> String {
-        let status = self.status();
-        let mut out = String::new();
-        self.shared.state().metrics.write(&mut out);
+fn write_metrics(status: &EngineStatus, out: &mut String) {
+    {
         let _ = writeln!(
             out,
             "# HELP cuzk_queue_depth Pending jobs by priority.\n# TYPE cuzk_queue_depth gauge"
@@ -156,7 +216,13 @@ impl Engine {
             out,
             "# HELP cuzk_param_bytes Parameter bytes by tier.\n# TYPE cuzk_param_bytes gauge"
         );
-        for (tier, bytes) in self.shared.params.bytes_by_tier() {
+        for tier in [Tier::Hot, Tier::Warm, Tier::Cold] {
+            let bytes: u64 = status
+                .params
+                .iter()
+                .filter(|p| p.tier == tier)
+                .map(|p| p.size_bytes)
+                .sum();
             let _ = writeln!(out, "cuzk_param_bytes{{tier=\"{}\"}} {bytes}", tier.name());
         }
         let _ = writeln!(
@@ -205,7 +271,29 @@ impl Engine {
             "# HELP cuzk_uptime_seconds Seconds since the engine started.\n# TYPE cuzk_uptime_seconds gauge\ncuzk_uptime_seconds {}",
             status.uptime_seconds
         );
-        out
+    }
+}
+
+impl Engine {
+    /// The engine's state, as of its last job event (at most a second old); takes no engine
+    /// lock.
+    pub fn status(&self) -> EngineStatus {
+        self.snapshot().status.clone()
+    }
+
+    /// The metrics in Prometheus text format, from the same snapshot as [`Engine::status`].
+    pub fn metrics_text(&self) -> String {
+        self.snapshot().metrics.clone()
+    }
+
+    fn snapshot(&self) -> Arc<Snapshot> {
+        Arc::clone(
+            &self
+                .shared
+                .snapshot
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
     }
 
     /// The recent proofs' stages as an SVG waterfall, when the engine records telemetry.

@@ -59,6 +59,7 @@ fn next_work(shared: &Shared, index: usize) -> Option<Work> {
             let w = &mut state.workers[index];
             w.current = Some((next.job_id.clone(), request.kind));
             w.busy_since = Some(Instant::now());
+            crate::status::refresh(shared, &state);
             return Some(Work::Job(next.job_id, request, control, submitted_ms));
         }
         state.idle += 1;
@@ -219,6 +220,7 @@ fn finish(
         state.metrics.record(request.kind, ok, &timings);
     }
     worker_done(&mut state, index);
+    crate::status::refresh(shared, &state);
     state.jobs_since_trace_clear += 1;
     if state.jobs_since_trace_clear >= 256 {
         // The timeline keeps the recent proofs only: the status page's waterfall.

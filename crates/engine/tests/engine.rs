@@ -338,3 +338,72 @@ fn a_parameter_load_does_not_hold_up_another_circuit() {
     );
     e.shutdown(Duration::from_secs(5));
 }
+
+/// The CPU backend, whose memory query blocks while `stuck` is set (a device that stopped
+/// answering).
+#[derive(Debug, Default)]
+struct StuckDevice {
+    cpu: CpuProofBackend,
+    stuck: std::sync::Mutex<bool>,
+    unstuck: std::sync::Condvar,
+}
+
+impl ProofBackend for StuckDevice {
+    fn device(&self) -> String {
+        "stuck0".into()
+    }
+
+    fn prove_partition(
+        &self,
+        params: &Arc<Parameters>,
+        input: PartitionInput,
+        ctx: JobContext,
+        partition: usize,
+    ) -> Result<(Proof, PartitionTiming), BackendError> {
+        self.cpu.prove_partition(params, input, ctx, partition)
+    }
+
+    fn memory(&self) -> Option<cuzk_engine::DeviceMemory> {
+        let mut stuck = self.stuck.lock().unwrap();
+        while *stuck {
+            stuck = self.unstuck.wait(stuck).unwrap();
+        }
+        Some(cuzk_engine::DeviceMemory::default())
+    }
+}
+
+/// Status and metrics come from a snapshot: a device whose memory query hangs does not hang
+/// them, and a job's end is in them when its await returns.
+#[test]
+fn status_is_served_from_a_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Arc::new(StuckDevice::default());
+    let e = Arc::new(
+        Engine::start(
+            common::config(dir.path()),
+            vec![Arc::clone(&backend) as Arc<dyn ProofBackend>],
+            None,
+        )
+        .unwrap(),
+    );
+    let id = e.submit(synthetic(6, 61, 1)).unwrap().job_id;
+    assert_eq!(e.await_job(&id, WAIT).unwrap().state, JobState::Completed);
+    assert_eq!(e.status().completed, 1);
+    *backend.stuck.lock().unwrap() = true;
+    // The refresher (once a second) is now stuck in the device's memory query.
+    std::thread::sleep(Duration::from_millis(1500));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = Arc::clone(&e);
+    std::thread::spawn(move || {
+        let status = reader.status();
+        let metrics = reader.metrics_text();
+        let _ = tx.send((status.completed, metrics));
+    });
+    let answered = rx.recv_timeout(Duration::from_secs(10));
+    *backend.stuck.lock().unwrap() = false;
+    backend.unstuck.notify_all();
+    let (completed, metrics) = answered.expect("status waited for a stuck device");
+    assert_eq!(completed, 1);
+    assert!(metrics.contains("cuzk_proofs_completed_total"), "{metrics}");
+    e.shutdown(Duration::from_secs(5));
+}
