@@ -20,38 +20,48 @@ pub struct DaemonArgs {
     /// socket in ~/.local/share/cuzk, the CPU backend.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Check a configuration file and print it resolved (every default filled in, secrets
+    /// redacted), then exit: 0 when it is valid. Reads the files it names; starts nothing.
+    #[arg(long, value_name = "FILE", conflicts_with = "config")]
+    check_config: Option<PathBuf>,
 }
 
 pub fn daemon(args: &DaemonArgs) -> anyhow::Result<()> {
+    if let Some(path) = &args.check_config {
+        let resolved = cuzk_daemon::config::Config::read(path)?.resolve()?;
+        cuzk_daemon::log_filter(&resolved.log_level)?;
+        println!("{resolved:#?}");
+        println!("{}: valid", path.display());
+        return Ok(());
+    }
     let config = match &args.config {
         Some(path) => cuzk_daemon::config::Config::read(path)?,
         None => cuzk_daemon::config::Config::default(),
     };
     let resolved = config.resolve()?;
-    let telemetry = cuzk_daemon::init_logging(&resolved.log_level)?;
+    let telemetry = cuzk_daemon::init_logging(&resolved.log_level, resolved.log_json)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("cuzk-rpc")
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async move {
-        let shutdown = async {
-            use tokio::signal::unix::{signal, SignalKind};
-            match signal(SignalKind::terminate()) {
-                Ok(mut term) => {
-                    tokio::select! {
-                        _ = term.recv() => {}
-                        _ = tokio::signal::ctrl_c() => {}
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "no SIGTERM handler; stopping on SIGINT only");
-                    let _ = tokio::signal::ctrl_c().await;
-                }
+        // The handlers are installed here, before the daemon binds, starts or preloads
+        // anything: a SIGTERM during a long preload stops it cleanly instead of killing it.
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+        let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+        let shutdown = async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
             }
         };
-        cuzk_daemon::server::run(resolved, Some(telemetry), shutdown).await
+        cuzk_daemon::server::run(resolved, Some(telemetry), shutdown).await?;
+        anyhow::Ok(())
     })?;
+    // Do not wait for a preload abandoned by the signal: its thread ends with the process.
+    runtime.shutdown_timeout(Duration::from_secs(5));
     Ok(())
 }
 
@@ -63,6 +73,18 @@ pub struct ClientArgs {
     /// A file holding the bearer token (for a daemon on a non-loopback address).
     #[arg(long, global = true, value_name = "FILE")]
     token_file: Option<PathBuf>,
+    /// Connect over TLS, trusting the CA certificate (PEM) that signed the daemon's.
+    #[arg(long, global = true, value_name = "FILE")]
+    tls_ca: Option<PathBuf>,
+    /// Mutual TLS: this client's certificate chain (PEM), with --tls-key.
+    #[arg(long, global = true, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// Mutual TLS: this client's private key (PEM), with --tls-cert.
+    #[arg(long, global = true, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// The name the daemon's certificate must carry [default: the address's host].
+    #[arg(long, global = true)]
+    tls_domain: Option<String>,
     #[command(subcommand)]
     command: ClientCommand,
 }
@@ -269,7 +291,18 @@ async fn client_async(args: &ClientArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
-    let mut c = cuzk_daemon::client::connect(&addr, token.as_deref()).await?;
+    let tls = match &args.tls_ca {
+        Some(ca) => Some(cuzk_daemon::client::ClientTls::read(
+            ca,
+            args.tls_cert.as_deref().zip(args.tls_key.as_deref()),
+            args.tls_domain.clone(),
+        )?),
+        None if args.tls_cert.is_some() || args.tls_domain.is_some() => {
+            bail!("--tls-cert, --tls-key and --tls-domain need --tls-ca")
+        }
+        None => None,
+    };
+    let mut c = cuzk_daemon::client::connect_with(&addr, token.as_deref(), tls.as_ref()).await?;
     match &args.command {
         ClientCommand::Prove(job) => {
             let p = progress("proving");

@@ -42,7 +42,7 @@ enum Command {
     Daemon(daemon_cmd::DaemonArgs),
     /// Talk to a running daemon.
     #[cfg(feature = "daemon")]
-    Client(daemon_cmd::ClientArgs),
+    Client(Box<daemon_cmd::ClientArgs>),
 }
 
 #[cfg(feature = "filecoin")]

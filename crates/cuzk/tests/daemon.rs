@@ -5,6 +5,7 @@
 
 #![cfg(feature = "daemon")]
 
+mod daemon_fleet;
 mod daemon_support;
 
 use std::time::{Duration, Instant};
@@ -513,6 +514,10 @@ async fn tcp_with_token_health_http_status_and_graceful_stop() {
     let tmp = tempdir();
     let token = tmp.path().join("token");
     std::fs::write(&token, "0123456789abcdef-test-token\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
     write_config(
         tmp.path(),
         &format!(

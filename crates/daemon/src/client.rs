@@ -1,12 +1,13 @@
-//! A client of the daemon: a channel to `unix:///path` or `host:port`, with the bearer token
-//! on every call when one is given.
+//! A client of the daemon: a channel to `unix:///path` or `host:port` (over TLS with a
+//! [`ClientTls`]: the CA that signed the daemon's certificate, and for mutual TLS the client's
+//! own), with the bearer token on every call when one is given.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use hyper_util::rt::TokioIo;
 use tonic::metadata::MetadataValue;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 use tonic::{Request, Status};
 
 use crate::proto::proving_engine_client::ProvingEngineClient;
@@ -43,10 +44,60 @@ impl tonic::service::Interceptor for Auth {
 /// The client type.
 pub type Client = ProvingEngineClient<InterceptedService<Channel, Auth>>;
 
+/// TLS as a client: whom to trust, and what to present.
+#[derive(Clone, Debug, Default)]
+pub struct ClientTls {
+    /// The CA certificate (PEM) that signed the daemon's certificate.
+    pub ca_pem: Vec<u8>,
+    /// The client's certificate chain and key (PEM), for a daemon that requires them.
+    pub identity_pem: Option<(Vec<u8>, Vec<u8>)>,
+    /// The name the daemon's certificate must carry; default: the address's host.
+    pub domain: Option<String>,
+}
+
+impl ClientTls {
+    /// Reads the CA file and, for mutual TLS, the client's certificate and key files.
+    pub fn read(
+        ca: &Path,
+        identity: Option<(&Path, &Path)>,
+        domain: Option<String>,
+    ) -> Result<Self, DaemonError> {
+        let read = |p: &Path| {
+            std::fs::read(p).map_err(|e| DaemonError::Client(format!("{}: {e}", p.display())))
+        };
+        Ok(Self {
+            ca_pem: read(ca)?,
+            identity_pem: identity
+                .map(|(cert, key)| Ok::<_, DaemonError>((read(cert)?, read(key)?)))
+                .transpose()?,
+            domain,
+        })
+    }
+
+    fn config(&self) -> ClientTlsConfig {
+        let mut config = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(&self.ca_pem));
+        if let Some((cert, key)) = &self.identity_pem {
+            config = config.identity(Identity::from_pem(cert, key));
+        }
+        if let Some(domain) = &self.domain {
+            config = config.domain_name(domain.clone());
+        }
+        config
+    }
+}
+
 /// A channel to `addr` (`unix:///path/to.sock`, `host:port` or `http://host:port`).
 pub async fn channel(addr: &str) -> Result<Channel, DaemonError> {
+    channel_with(addr, None).await
+}
+
+/// A channel to `addr`, over TLS when `tls` is given (`host:port` or `https://host:port`).
+pub async fn channel_with(addr: &str, tls: Option<&ClientTls>) -> Result<Channel, DaemonError> {
     let bad = |e: &dyn std::fmt::Display| DaemonError::Client(format!("{addr}: {e}"));
     if let Some(path) = addr.strip_prefix("unix://") {
+        if tls.is_some() {
+            return Err(bad(&"TLS is for TCP addresses, not unix sockets"));
+        }
         let path = PathBuf::from(path);
         // The URI is not used for unix sockets; the connector dials the path.
         Endpoint::try_from("http://[::1]:1")
@@ -64,11 +115,24 @@ pub async fn channel(addr: &str) -> Result<Channel, DaemonError> {
     } else {
         let uri = if addr.contains("://") {
             addr.to_string()
+        } else if tls.is_some() {
+            format!("https://{addr}")
         } else {
             format!("http://{addr}")
         };
-        Endpoint::try_from(uri)
-            .map_err(|e| bad(&e))?
+        if uri.starts_with("https://") && tls.is_none() {
+            return Err(bad(
+                &"an https address needs the CA that signed the daemon's \
+                 certificate (--tls-ca)",
+            ));
+        }
+        let mut endpoint = Endpoint::try_from(uri).map_err(|e| bad(&e))?;
+        if let Some(tls) = tls {
+            endpoint = endpoint
+                .tls_config(tls.config())
+                .map_err(|e| bad(&crate::error_text(&e)))?;
+        }
+        endpoint
             .connect()
             .await
             .map_err(|e| bad(&crate::error_text(&e)))
@@ -77,13 +141,22 @@ pub async fn channel(addr: &str) -> Result<Channel, DaemonError> {
 
 /// A client of the daemon at `addr`, sending `token` if given.
 pub async fn connect(addr: &str, token: Option<&str>) -> Result<Client, DaemonError> {
+    connect_with(addr, token, None).await
+}
+
+/// A client of the daemon at `addr`, over TLS when `tls` is given, sending `token` if given.
+pub async fn connect_with(
+    addr: &str,
+    token: Option<&str>,
+    tls: Option<&ClientTls>,
+) -> Result<Client, DaemonError> {
     let header = token
         .map(|t| {
             MetadataValue::try_from(format!("Bearer {t}"))
                 .map_err(|e| DaemonError::Client(format!("token: {e}")))
         })
         .transpose()?;
-    let channel = channel(addr).await?;
+    let channel = channel_with(addr, tls).await?;
     Ok(
         ProvingEngineClient::with_interceptor(channel, Auth { header })
             .max_decoding_message_size(usize::MAX)

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::security::{read_private, Secret, Tls};
 use crate::DaemonError;
 
 /// The whole file.
@@ -43,8 +44,25 @@ pub struct DaemonSection {
     /// `~/.local/share/cuzk`.
     pub data_dir: Option<PathBuf>,
     /// A file holding the bearer token clients must send; required for a non-loopback TCP
-    /// listener.
+    /// listener. Refused when group or others may read it.
     pub auth_token_file: Option<PathBuf>,
+    /// The TCP listener's certificate chain (PEM); with `tls_key`, the listener speaks TLS.
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of `tls_cert` (PEM), readable by its owner only.
+    pub tls_key: Option<PathBuf>,
+    /// A CA (PEM): clients must present a certificate it signed (mutual TLS).
+    pub tls_client_ca: Option<PathBuf>,
+    /// Allow a non-loopback TCP listener without TLS (a network the operator trusts).
+    pub insecure_plaintext: Option<bool>,
+    /// Allow `status_listen` on a non-loopback address (the page and `/metrics` have no token).
+    pub status_listen_public: Option<bool>,
+    /// Seconds between HTTP/2 pings on a connection (0: none); a peer that does not answer
+    /// within `keepalive_timeout_secs` is disconnected.
+    pub keepalive_interval_secs: Option<u64>,
+    /// Seconds a ping's answer is waited for.
+    pub keepalive_timeout_secs: Option<u64>,
+    /// Requests one connection may have in flight (HTTP/2 streams); more wait their turn.
+    pub max_concurrent_streams: Option<u32>,
     /// The largest request accepted, e.g. `"128MiB"`.
     pub max_message_size: Option<String>,
     /// Seconds running jobs get to finish on SIGTERM/SIGINT before they are stopped at their
@@ -172,6 +190,8 @@ pub struct PceSection {
 pub struct LoggingSection {
     /// A tracing filter: `info`, `debug`, `cuzk_engine=debug,info`, ...
     pub level: Option<String>,
+    /// `"text"` (for people) or `"json"` (one object a line, for log shippers).
+    pub format: Option<String>,
 }
 
 /// Where the gRPC service listens.
@@ -277,7 +297,17 @@ pub struct Resolved {
     /// The daemon's folder.
     pub data_dir: PathBuf,
     /// The bearer token, if one is configured.
-    pub auth_token: Option<String>,
+    pub auth_token: Option<Secret>,
+    /// TLS on the TCP listener.
+    pub tls: Option<Tls>,
+    /// Plaintext on a non-loopback listener was allowed.
+    pub insecure_plaintext: bool,
+    /// The HTTP/2 ping interval, if pings are on.
+    pub keepalive_interval: Option<Duration>,
+    /// How long a ping's answer is waited for.
+    pub keepalive_timeout: Duration,
+    /// Requests in flight per connection.
+    pub max_concurrent_streams: u32,
     /// The largest request in bytes.
     pub max_message_size: usize,
     /// The shutdown grace period.
@@ -308,6 +338,8 @@ pub struct Resolved {
     pub pce_dir: Option<PathBuf>,
     /// The tracing filter.
     pub log_level: String,
+    /// Log lines as JSON objects.
+    pub log_json: bool,
 }
 
 /// The default data folder.
@@ -352,6 +384,15 @@ impl Config {
         let status_listen = match d.status_listen.as_deref() {
             None | Some("") => None,
             Some(text) => match Listen::parse(text)? {
+                Listen::Tcp(a)
+                    if !a.ip().is_loopback() && !d.status_listen_public.unwrap_or(false) =>
+                {
+                    return Err(DaemonError::Config(format!(
+                        "status_listen {a} is reachable from other machines, and the status page \
+                         and /metrics have no token: listen on 127.0.0.1, or set [daemon] \
+                         status_listen_public = true"
+                    )))
+                }
                 Listen::Tcp(a) => Some(a),
                 Listen::Unix(_) => {
                     return Err(DaemonError::Config(
@@ -362,9 +403,12 @@ impl Config {
         };
         let auth_token = match &d.auth_token_file {
             Some(path) => {
-                let token = std::fs::read_to_string(path)
-                    .map_err(|e| {
-                        DaemonError::Config(format!("auth_token_file {}: {e}", path.display()))
+                let token = String::from_utf8(read_private("auth_token_file", path)?)
+                    .map_err(|_| {
+                        DaemonError::Config(format!(
+                            "auth_token_file {}: not UTF-8",
+                            path.display()
+                        ))
                     })?
                     .trim()
                     .to_string();
@@ -374,7 +418,7 @@ impl Config {
                         path.display()
                     )));
                 }
-                Some(token)
+                Some(Secret::new(token))
             }
             None => None,
         };
@@ -382,6 +426,50 @@ impl Config {
             return Err(DaemonError::Config(format!(
                 "listen {listen} is reachable from other machines: set [daemon] auth_token_file"
             )));
+        }
+        let tls = match (&d.tls_cert, &d.tls_key) {
+            (None, None) => None,
+            (Some(cert), Some(key)) => Some(Tls::read(cert, key, d.tls_client_ca.as_deref())?),
+            _ => {
+                return Err(DaemonError::Config(
+                    "[daemon] tls_cert and tls_key go together".into(),
+                ))
+            }
+        };
+        if tls.is_none() && d.tls_client_ca.is_some() {
+            return Err(DaemonError::Config(
+                "[daemon] tls_client_ca needs tls_cert and tls_key".into(),
+            ));
+        }
+        if tls.is_some() && matches!(listen, Listen::Unix(_)) {
+            return Err(DaemonError::Config(format!(
+                "listen {listen}: TLS is for TCP listeners (a unix socket is guarded by its \
+                 mode); remove tls_cert and tls_key or listen on host:port"
+            )));
+        }
+        let insecure_plaintext = d.insecure_plaintext.unwrap_or(false);
+        if !listen.is_local() && tls.is_none() && !insecure_plaintext {
+            return Err(DaemonError::Config(format!(
+                "listen {listen} is reachable from other machines, and without TLS the token \
+                 would cross the network in the clear: set [daemon] tls_cert and tls_key, or \
+                 insecure_plaintext = true on a network you trust"
+            )));
+        }
+        let keepalive_interval = match d.keepalive_interval_secs.unwrap_or(30) {
+            0 => None,
+            secs => Some(Duration::from_secs(secs)),
+        };
+        let keepalive_timeout = Duration::from_secs(d.keepalive_timeout_secs.unwrap_or(20));
+        if keepalive_timeout.is_zero() {
+            return Err(DaemonError::Config(
+                "[daemon] keepalive_timeout_secs must be at least 1".into(),
+            ));
+        }
+        let max_concurrent_streams = d.max_concurrent_streams.unwrap_or(1024);
+        if max_concurrent_streams == 0 {
+            return Err(DaemonError::Config(
+                "[daemon] max_concurrent_streams must be at least 1".into(),
+            ));
         }
         let max_message_size = parse_size(d.max_message_size.as_deref().unwrap_or("128MiB"))?;
         let memory_budget = match self.memory.total_budget.as_deref() {
@@ -416,6 +504,11 @@ impl Config {
             status_listen,
             data_dir,
             auth_token,
+            tls,
+            insecure_plaintext,
+            keepalive_interval,
+            keepalive_timeout,
+            max_concurrent_streams,
             max_message_size: usize::try_from(max_message_size).unwrap_or(usize::MAX),
             shutdown_grace: Duration::from_secs(d.shutdown_grace_secs.unwrap_or(30)),
             spool_threshold: usize::try_from(parse_size(
@@ -436,6 +529,15 @@ impl Config {
             check_satisfied: self.pipeline.check_satisfied.unwrap_or(true),
             pce_dir,
             log_level: self.logging.level.clone().unwrap_or_else(|| "info".into()),
+            log_json: match self.logging.format.as_deref() {
+                None | Some("text") => false,
+                Some("json") => true,
+                Some(other) => {
+                    return Err(DaemonError::Config(format!(
+                        "[logging] format = {other:?}: expected \"text\" or \"json\""
+                    )))
+                }
+            },
         })
     }
 }

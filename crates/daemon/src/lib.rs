@@ -7,7 +7,10 @@
 //! - [`server::run`]: the daemon until its shutdown signal.
 //! - [`service`]: the gRPC methods over the engine.
 //! - [`guard`]: the token and the message-size limit (RESOURCE_EXHAUSTED).
+//! - [`security`]: TLS, and the refusals that keep the token and the status page off the
+//!   network.
 //! - [`http`]: `/metrics`, `/status`, `/`.
+//! - [`notify`]: systemd's `READY=1` and `STOPPING=1`.
 //! - [`workers`]: the engine's workers from `[gpus]`: CPU, or GPU workers per device (feature
 //!   `cuda`).
 //! - [`client`], [`requests`]: connecting, and requests from `cuzk prove`'s job files.
@@ -28,7 +31,9 @@ pub mod client;
 pub mod config;
 pub mod guard;
 pub mod http;
+pub mod notify;
 pub mod requests;
+pub mod security;
 pub mod server;
 pub mod service;
 pub mod workers;
@@ -75,20 +80,31 @@ pub fn error_text(e: &(dyn std::error::Error + 'static)) -> String {
     cuzk_engine::error_chain(e)
 }
 
+/// The tracing filter `level`, checked.
+pub fn log_filter(level: &str) -> Result<tracing_subscriber::EnvFilter, DaemonError> {
+    tracing_subscriber::EnvFilter::try_new(level)
+        .map_err(|e| DaemonError::Config(format!("[logging] level {level:?}: {e}")))
+}
+
 /// Installs the global tracing subscriber: the telemetry recorder (the status page's
-/// waterfall) and log lines on stderr filtered by `level`. Returns the recorder's handle.
-pub fn init_logging(level: &str) -> Result<cuzk_engine::telemetry::RecorderHandle, DaemonError> {
+/// waterfall) and log lines on stderr filtered by `level`, as text or (`json`) one JSON object
+/// a line. Returns the recorder's handle.
+pub fn init_logging(
+    level: &str,
+    json: bool,
+) -> Result<cuzk_engine::telemetry::RecorderHandle, DaemonError> {
     use tracing_subscriber::prelude::*;
-    let filter = tracing_subscriber::EnvFilter::try_new(level)
-        .map_err(|e| DaemonError::Config(format!("[logging] level {level:?}: {e}")))?;
+    let filter = log_filter(level)?;
     let (recorder, handle) = cuzk_engine::telemetry::Recorder::new();
+    let lines = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let lines = if json {
+        lines.json().with_filter(filter).boxed()
+    } else {
+        lines.with_filter(filter).boxed()
+    };
     tracing_subscriber::registry()
         .with(recorder)
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
-                .with_filter(filter),
-        )
+        .with(lines)
         .try_init()
         .map_err(|e| DaemonError::Config(format!("logging: {e}")))?;
     Ok(handle)

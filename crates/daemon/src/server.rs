@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use cuzk_engine::telemetry::RecorderHandle;
-use cuzk_engine::{Engine, EngineConfig, ParamConfig};
+use cuzk_engine::{DataDirLock, Engine, EngineConfig, ParamConfig};
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 
 use crate::config::{Listen, Resolved};
@@ -62,6 +62,8 @@ fn own_data_dir(dir: &Path) -> Result<(), DaemonError> {
 }
 
 /// Binds the unix socket with mode 0660, replacing a stale socket but never a live daemon's.
+/// The socket is bound in a private (0700) folder beside its path, given its mode there and
+/// renamed into place, so there is no moment when it exists at its path with the umask's mode.
 fn bind_unix(path: &Path) -> Result<tokio::net::UnixListener, DaemonError> {
     let io = |e: std::io::Error| DaemonError::Io {
         path: path.to_path_buf(),
@@ -82,21 +84,60 @@ fn bind_unix(path: &Path) -> Result<tokio::net::UnixListener, DaemonError> {
         }
         std::fs::remove_file(path).map_err(io)?;
     }
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(io)?;
+    let parent = path
+        .parent()
+        .ok_or_else(|| DaemonError::Config(format!("{}: no parent folder", path.display())))?;
+    std::fs::create_dir_all(parent).map_err(io)?;
+    let private = parent.join(format!(".cuzk-bind-{}", std::process::id()));
+    let private_io = |e: std::io::Error| DaemonError::Io {
+        path: private.clone(),
+        source: e,
+    };
+    if private.exists() {
+        std::fs::remove_dir_all(&private).map_err(private_io)?;
     }
-    let listener = tokio::net::UnixListener::bind(path).map_err(io)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660)).map_err(io)?;
-    Ok(listener)
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&private)
+        .map_err(private_io)?;
+    let bound = (|| -> std::io::Result<tokio::net::UnixListener> {
+        let staged = private.join("socket");
+        let listener = tokio::net::UnixListener::bind(&staged)?;
+        std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o660))?;
+        std::fs::rename(&staged, path)?;
+        Ok(listener)
+    })();
+    let _ = std::fs::remove_dir_all(&private);
+    bound.map_err(io)
 }
 
-/// Runs the daemon until `shutdown` resolves, then stops gracefully.
+/// Stops the engine: running jobs get `grace`, the rest are journaled to run again.
+async fn stop_engine(engine: &Arc<Engine>, grace: std::time::Duration) {
+    let stopping = Arc::clone(engine);
+    if let Err(e) = tokio::task::spawn_blocking(move || stopping.shutdown(grace)).await {
+        tracing::error!(error = %e, "engine shutdown");
+    }
+}
+
+fn remove_socket(listen: &Listen) {
+    if let Listen::Unix(path) = listen {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Runs the daemon until `shutdown` resolves, then stops gracefully. The data folder's lock is
+/// taken first, then the listeners bound, then the engine started and its parameters
+/// preloaded; `shutdown` is watched from the preload on.
 pub async fn run(
     config: Resolved,
     telemetry: Option<RecorderHandle>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), DaemonError> {
     own_data_dir(&config.data_dir)?;
+    // One daemon per data folder: the lock is taken before any socket is bound, so a second
+    // daemon stops here, naming the first one's pid, before it touches the first one's socket.
+    let lock = DataDirLock::acquire(&config.data_dir)?;
+    tokio::pin!(shutdown);
     let engine_cell: Arc<OnceLock<Arc<Engine>>> = Arc::default();
     let (mut health, health_service) = tonic_health::server::health_reporter();
     health
@@ -116,10 +157,24 @@ pub async fn run(
         .max_decoding_message_size(config.max_message_size)
         .max_encoding_message_size(usize::MAX);
     let guard = GuardLayer::new(GuardConfig {
-        token: config.auth_token.as_deref().map(Arc::from),
+        token: config.auth_token.as_ref().map(|t| Arc::from(t.expose())),
         max_message_size: config.max_message_size,
     });
-    let router = tonic::transport::Server::builder()
+    let mut builder = tonic::transport::Server::builder()
+        // A peer that stops answering pings (a half-open connection behind a NAT or a dead
+        // client) is disconnected, and its waits end.
+        .http2_keepalive_interval(config.keepalive_interval)
+        .http2_keepalive_timeout(Some(config.keepalive_timeout))
+        // One connection's requests in flight are bounded: HTTP/2's own limit tells the client
+        // to queue beyond it, and the per-connection limit holds against one that does not.
+        .max_concurrent_streams(config.max_concurrent_streams)
+        .concurrency_limit_per_connection(config.max_concurrent_streams as usize);
+    if let (Listen::Tcp(_), Some(tls)) = (&config.listen, &config.tls) {
+        builder = builder
+            .tls_config(tls.server_config())
+            .map_err(|e| DaemonError::Config(format!("TLS: {}", crate::error_text(&e))))?;
+    }
+    let router = builder
         .layer(guard)
         .add_service(health_service)
         .add_service(reflection_v1)
@@ -196,17 +251,72 @@ pub async fn run(
     };
     let backends = crate::workers::backends(&config)?;
     let preload = config.preload.clone();
-    let engine = tokio::task::spawn_blocking(move || -> Result<Engine, DaemonError> {
-        let engine = Engine::start(engine_config, backends, telemetry)?;
-        for id in &preload {
-            let (_, load) = engine.params().preload(id)?;
-            tracing::info!(circuit = %id, ms = load.as_millis() as u64, "preloaded");
+    // The engine starts and preloads on a thread of its own, so a signal can end the daemon
+    // during a preload of many minutes: the preload is then abandoned (parameter files are
+    // written beside their names and renamed, so none is left half-written) and the engine
+    // stopped as at any shutdown.
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+    let (preloaded_tx, preloaded_rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("cuzk-start".into())
+        .spawn(move || {
+            let engine = match Engine::start_locked(engine_config, backends, telemetry, lock) {
+                Ok(engine) => Arc::new(engine),
+                Err(e) => {
+                    let _ = started_tx.send(Err(e));
+                    return;
+                }
+            };
+            let _ = started_tx.send(Ok(Arc::clone(&engine)));
+            let preloaded = preload
+                .iter()
+                .try_for_each(|id| -> Result<(), DaemonError> {
+                    let (_, load) = engine.params().preload(id)?;
+                    tracing::info!(circuit = %id, ms = load.as_millis() as u64, "preloaded");
+                    Ok(())
+                });
+            let _ = preloaded_tx.send(preloaded);
+        })
+        .map_err(|e| DaemonError::Io {
+            path: config.data_dir.clone(),
+            source: e,
+        })?;
+    // Starting (opening the journal, queueing its jobs again) is short: it is let finish even
+    // when a signal comes meanwhile, which the handler keeps for the select below.
+    let engine = started_rx
+        .await
+        .map_err(|_| DaemonError::Config("the engine's start thread ended".into()))??;
+    let preloaded = tokio::select! {
+        _ = &mut shutdown => None,
+        r = preloaded_rx => Some(r),
+    };
+    match preloaded {
+        Some(Ok(Ok(()))) => {}
+        Some(Ok(Err(e))) => {
+            stop_engine(&engine, config.shutdown_grace).await;
+            return Err(e);
         }
-        Ok(engine)
-    })
-    .await
-    .map_err(|e| DaemonError::Config(format!("engine start: {e}")))??;
-    let engine = Arc::new(engine);
+        Some(Err(_)) => {
+            stop_engine(&engine, config.shutdown_grace).await;
+            return Err(DaemonError::Config(
+                "the engine's start thread ended".into(),
+            ));
+        }
+        None => {
+            tracing::info!("stopping during the preload");
+            crate::notify::notify("STOPPING=1");
+            stop_engine(&engine, config.shutdown_grace).await;
+            let _ = stop_tx.send(());
+            let _ = http_stop_tx.send(());
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), grpc).await;
+            if let Some(http) = http {
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(5), http).await;
+            }
+            remove_socket(&config.listen);
+            println!("cuzk daemon: stopped before serving");
+            return Ok(());
+        }
+    }
     let _ = engine_cell.set(Arc::clone(&engine));
     health.set_serving::<ProvingEngineServer<Service>>().await;
     health
@@ -230,9 +340,11 @@ pub async fn run(
             .unwrap_or_default()
     );
 
+    crate::notify::notify("READY=1");
+
     tokio::pin!(grpc);
     let early = tokio::select! {
-        _ = shutdown => None,
+        _ = &mut shutdown => None,
         r = &mut grpc => Some(r),
     };
     if let Some(r) = early {
@@ -240,17 +352,14 @@ pub async fn run(
         return r.map_err(|e| DaemonError::Config(format!("gRPC server: {e}")));
     }
     tracing::info!("shutting down: no new jobs; running ones get the grace period");
+    crate::notify::notify("STOPPING=1");
     health
         .set_not_serving::<ProvingEngineServer<Service>>()
         .await;
     health
         .set_service_status("", tonic_health::ServingStatus::NotServing)
         .await;
-    let grace = config.shutdown_grace;
-    let stopping = Arc::clone(&engine);
-    tokio::task::spawn_blocking(move || stopping.shutdown(grace))
-        .await
-        .map_err(|e| DaemonError::Config(format!("engine shutdown: {e}")))?;
+    stop_engine(&engine, config.shutdown_grace).await;
     let _ = stop_tx.send(());
     let _ = http_stop_tx.send(());
     // Open streams (awaiters) are dropped by the server's graceful stop; do not hang on them.
@@ -258,9 +367,7 @@ pub async fn run(
     if let Some(http) = http {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), http).await;
     }
-    if let Listen::Unix(path) = &config.listen {
-        let _ = std::fs::remove_file(path);
-    }
+    remove_socket(&config.listen);
     let _ = std::fs::remove_file(endpoints_file(&config.data_dir));
     println!("cuzk daemon: stopped");
     Ok(())
