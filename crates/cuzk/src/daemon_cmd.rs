@@ -411,11 +411,16 @@ fn print_status(s: &proto::GetStatusResponse) {
         s.pinned_memory_bytes,
         s.pinned_memory_limit_bytes
     );
+    if s.gpus.is_empty() {
+        println!("no GPUs: proving on the CPU");
+    }
     for g in &s.gpus {
         println!(
-            "worker {} ({}): {}",
+            "GPU {} ({}, {} of {} bytes free): {}",
             g.ordinal,
             g.name,
+            g.vram_free_bytes,
+            g.vram_total_bytes,
             if g.current_job_id.is_empty() {
                 "idle".to_string()
             } else {

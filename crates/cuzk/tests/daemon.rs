@@ -484,7 +484,7 @@ async fn sixty_four_concurrent_clients_each_get_their_proof_once() {
     let mut c = d.client().await;
     let s = status(&mut c).await;
     assert_eq!(s.total_proofs_completed, 64, "none lost, none duplicated");
-    assert_eq!(s.gpus.len(), 2, "two CPU workers");
+    assert!(s.gpus.is_empty(), "CPU workers are not GPUs: {:?}", s.gpus);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

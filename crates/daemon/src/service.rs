@@ -206,22 +206,7 @@ impl ProvingEngine for Service {
             .map(|(_, b)| *b)
             .sum();
         Ok(Response::new(proto::GetStatusResponse {
-            // The wire's device list: one entry per worker (the CPU backend's workers report
-            // as devices too, with no VRAM), so a scheduler sees what each host runs. A GPU
-            // worker's free VRAM is its device arena's: what resident parameters and running
-            // partitions leave.
-            gpus: s
-                .workers
-                .iter()
-                .map(|w| proto::GpuStatus {
-                    ordinal: w.index,
-                    name: w.device.clone(),
-                    vram_total_bytes: w.memory.map_or(0, |m| m.total_bytes),
-                    vram_free_bytes: w.memory.map_or(0, |m| m.free_bytes),
-                    current_job_id: w.current_job_id.clone().unwrap_or_default(),
-                    current_proof_kind: w.current_kind.clone().unwrap_or_default(),
-                })
-                .collect(),
+            gpus: crate::workers::gpu_statuses(&s.workers),
             loaded_srs: s
                 .params
                 .iter()
