@@ -365,6 +365,20 @@ async fn bad_input_fails_its_own_request_and_the_daemon_keeps_serving() {
     no_inputs.vanilla_proofs.clear();
     let mut oversized = synthetic(8, 1, 1);
     oversized.vanilla_proof = vec![b' '; 2 << 20];
+    // Inputs are checked when they arrive, not when the job runs.
+    let c1 = porep_request().vanilla_proof;
+    let mut truncated = porep_request();
+    truncated.vanilla_proof = c1[..c1.len() / 2].to_vec();
+    let mut random = porep_request();
+    random.vanilla_proof = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    let mut other_miner = porep_request();
+    other_miner.miner_id = 1001;
+    let mut short_comm = snap_request();
+    short_comm.comm_r_new.truncate(31);
+    let mut too_many = post_request(ProofKind::WinningPost);
+    too_many.vanilla_proofs.push(vec![7; 100]);
     let refused = [
         (unknown_kind, Code::InvalidArgument, "unknown proof kind"),
         (unspecified, Code::InvalidArgument, "unknown proof kind"),
@@ -373,6 +387,19 @@ async fn bad_input_fails_its_own_request_and_the_daemon_keeps_serving() {
         (unknown_registered, Code::InvalidArgument, "registered"),
         (no_inputs, Code::InvalidArgument, "vanilla_proofs"),
         (oversized, Code::ResourceExhausted, "limit"),
+        (truncated, Code::InvalidArgument, "JSON"),
+        (random, Code::InvalidArgument, "C1 output"),
+        (
+            other_miner,
+            Code::InvalidArgument,
+            "belongs to another miner",
+        ),
+        (
+            short_comm,
+            Code::InvalidArgument,
+            "comm_r_new must be 32 bytes",
+        ),
+        (too_many, Code::InvalidArgument, "number of vanilla proofs"),
     ];
     for (request, code, text) in refused {
         let e = c.submit_proof(request).await.unwrap_err();
@@ -387,30 +414,15 @@ async fn bad_input_fails_its_own_request_and_the_daemon_keeps_serving() {
         completed(&ok);
     }
 
-    // Accepted, then failed with a message naming the cause.
-    let c1 = porep_request().vanilla_proof;
-    let mut truncated = porep_request();
-    truncated.vanilla_proof = c1[..c1.len() / 2].to_vec();
-    let mut random = porep_request();
-    random.vanilla_proof = (0..4096u32)
-        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
-        .collect();
+    // Accepted, then failed with a message naming the cause: what only proving finds.
     let mut garbage_post = post_request(ProofKind::WinningPost);
     garbage_post.vanilla_proofs = vec![vec![7; 100]];
     let mut wrong_randomness = post_request(ProofKind::WinningPost);
     wrong_randomness.randomness[0] ^= 1;
-    let mut other_miner = porep_request();
-    other_miner.miner_id = 1001;
-    let mut short_comm = snap_request();
-    short_comm.comm_r_new.truncate(31);
     let failed = [
-        (truncated, "JSON"),
-        (random, "C1 output"),
         (garbage_post, "vanilla"),
         (wrong_randomness, "vanilla proofs failed to verify"),
-        (other_miner, "belongs to another miner"),
         (tampered_porep_request(), "not satisfied"),
-        (short_comm, "comm_r_new must be 32 bytes"),
     ];
     for (request, text) in failed {
         let r = run(&mut c, request).await;

@@ -23,7 +23,7 @@ use crate::journal::{now_ms, Journal};
 use crate::metrics::Metrics;
 use crate::params::{ParamConfig, ParamManager};
 use crate::queue::{JobQueue, Queued};
-use crate::run::{circuit_of, JobControl};
+use crate::run::{circuit_of, validate, JobControl};
 use crate::spool::Spool;
 use crate::spread::{Helpers, PartitionTask};
 use crate::worker::worker_loop;
@@ -337,8 +337,8 @@ impl Engine {
     /// from the request as it came, never copied.
     pub fn submit(&self, request: JobRequest) -> Result<Submitted, EngineError> {
         let shared = &self.shared;
-        let circuit_id = circuit_of(&request)?.map(|c| c.id());
-        check_shape(&request)?;
+        // Before anything is written: bad input is refused now, not when the job runs.
+        let circuit_id = validate(&request)?.map(|c| c.id());
         let job_id = new_job_id();
         let request_id = request.request_id.clone();
         {
@@ -626,26 +626,6 @@ impl Engine {
                 .take();
         }
     }
-}
-
-/// Cheap checks a request must pass to be accepted; deeper ones fail the job.
-fn check_shape(r: &JobRequest) -> Result<(), EngineError> {
-    let empty = match r.kind {
-        ProofKind::PorepSealCommit | ProofKind::Synthetic => r.vanilla_proof.is_empty(),
-        _ => r.vanilla_proofs.is_empty(),
-    };
-    if empty {
-        return Err(EngineError::InvalidRequest(format!(
-            "a {} request needs {}",
-            r.kind,
-            if matches!(r.kind, ProofKind::PorepSealCommit | ProofKind::Synthetic) {
-                "vanilla_proof"
-            } else {
-                "vanilla_proofs"
-            }
-        )));
-    }
-    Ok(())
 }
 
 /// How [`Engine::accept`] ended.

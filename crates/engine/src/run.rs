@@ -13,10 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuzk_filecoin::post::{PostJob, PostKind};
-use cuzk_filecoin::snap::SnapJob;
+use cuzk_filecoin::post::{self, PostJob, PostKind};
+use cuzk_filecoin::snap::{self, SnapJob};
 use cuzk_filecoin::{
-    C1Output, FilecoinError, ParamFiles, PartitionProver, PorepJob, Proven, ProverError,
+    C1Output, C1Summary, FilecoinError, ParamFiles, PartitionProver, PorepJob, Proven, ProverError,
     RegisteredSealProof, SectorId,
 };
 use cuzk_groth16::{Parameters, Proof};
@@ -174,6 +174,95 @@ fn post_sector_size(r: &JobRequest) -> Result<u64, EngineError> {
         )));
     }
     Ok(from_proof)
+}
+
+/// Checks a request as it arrives, so that bad input is refused at submission, not when the
+/// job runs hours later: the kind's inputs are there, the registered proof is known and the
+/// sector size matches it, 32-byte fields are 32 bytes, a PoSt or SnapDeals job has the number
+/// of vanilla proofs its sector size needs, and a C1 output is JSON of a known form whose
+/// partitions, commitments, sector number and replica id fit the request (cuzk-filecoin's own
+/// checks, [`PorepJob::check`]). Returns the circuit the job proves (now known for PoRep too,
+/// from its C1 output).
+///
+/// The checks read the inputs and keep nothing of them: the job runs from its spooled bytes,
+/// maybe after a restart, so a typed input could not be carried to it anyway. The C1 output is
+/// read by [`C1Summary::read`], which skips the vanilla proofs instead of keeping them, so a
+/// 128 MiB input costs one scan and no copy here; the vanilla proofs' types (and a PoSt or
+/// SnapDeals proof's bincode) are decoded only when the job runs.
+pub fn validate(r: &JobRequest) -> Result<Option<Circuit>, EngineError> {
+    let circuit = circuit_of(r)?;
+    check_shape(r)?;
+    let field = |what: &'static str| {
+        move |e: FilecoinError| {
+            EngineError::InvalidRequest(format!("{what}: {}", crate::error_chain(&e)))
+        }
+    };
+    match r.kind {
+        ProofKind::Synthetic => {}
+        ProofKind::PorepSealCommit => {
+            let registered = match r.registered_proof {
+                0 => None,
+                n => Some(RegisteredSealProof::from_number(n).map_err(field("registered_proof"))?),
+            };
+            let c1 = C1Summary::read(&r.vanilla_proof, registered)
+                .map_err(field("vanilla_proof (the C1 output)"))?;
+            check_c1_size(r, c1.registered_proof)?;
+            let sector = SectorId {
+                miner_id: r.miner_id,
+                sector_number: r.sector_number,
+            };
+            PorepJob::check(&c1, sector).map_err(field("vanilla_proof (the C1 output)"))?;
+            return Ok(Some(Circuit::of(r.kind, c1.registered_proof.sector_size)));
+        }
+        ProofKind::WinningPost | ProofKind::WindowPost => {
+            bytes32(&r.randomness, "randomness")?;
+            let kind = if r.kind == ProofKind::WinningPost {
+                PostKind::Winning
+            } else {
+                PostKind::Window
+            };
+            post::check_vanilla_count(kind, post_sector_size(r)?, r.vanilla_proofs.len())
+                .map_err(field("vanilla_proofs"))?;
+        }
+        ProofKind::SnapDealsUpdate => {
+            bytes32(&r.comm_r_old, "comm_r_old")?;
+            bytes32(&r.comm_r_new, "comm_r_new")?;
+            bytes32(&r.comm_d_new, "comm_d_new")?;
+            snap::check_vanilla_count(post_sector_size(r)?, r.vanilla_proofs.len())
+                .map_err(field("vanilla_proofs"))?;
+        }
+    }
+    Ok(circuit)
+}
+
+/// A PoRep request's sector size, where it gives one, must be its C1 output's.
+fn check_c1_size(r: &JobRequest, registered: RegisteredSealProof) -> Result<(), EngineError> {
+    if r.sector_size != 0 && r.sector_size != registered.sector_size {
+        return Err(EngineError::InvalidRequest(format!(
+            "sector size {} does not match the C1 output's {} ({} bytes)",
+            r.sector_size, registered, registered.sector_size
+        )));
+    }
+    Ok(())
+}
+
+/// The kind's inputs are there.
+fn check_shape(r: &JobRequest) -> Result<(), EngineError> {
+    let field = match r.kind {
+        ProofKind::PorepSealCommit | ProofKind::Synthetic => "vanilla_proof",
+        _ => "vanilla_proofs",
+    };
+    let empty = match r.kind {
+        ProofKind::PorepSealCommit | ProofKind::Synthetic => r.vanilla_proof.is_empty(),
+        _ => r.vanilla_proofs.is_empty(),
+    };
+    if empty {
+        return Err(EngineError::InvalidRequest(format!(
+            "a {} request needs {field}",
+            r.kind
+        )));
+    }
+    Ok(())
 }
 
 fn bytes32(v: &[u8], what: &str) -> Result<[u8; 32], EngineError> {
@@ -378,12 +467,7 @@ pub fn run_job(
                 n => Some(RegisteredSealProof::from_number(n)?),
             };
             let c1 = C1Output::parse(&data.vanilla_proof, registered)?;
-            if r.sector_size != 0 && r.sector_size != c1.registered_proof.sector_size {
-                return Err(EngineError::InvalidRequest(format!(
-                    "sector size {} does not match the C1 output's {} ({} bytes)",
-                    r.sector_size, c1.registered_proof, c1.registered_proof.sector_size
-                )));
-            }
+            check_c1_size(r, c1.registered_proof)?;
             let job = PorepJob::new(
                 &c1,
                 SectorId {

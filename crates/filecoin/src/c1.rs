@@ -8,11 +8,16 @@
 //! - filecoin-proofs' own `SealCommitPhase1Output` JSON: the same without `registered_proof`,
 //!   the `vanilla_proofs` a bare array; the registered proof then comes from the request.
 //!
+//! [`C1Summary::read`] reads the same forms with the same errors but skips the vanilla proofs
+//! (their count per partition kept), for checking a request when it arrives.
+//!
 //! The vanilla proofs stay raw JSON here: their type depends on the sector's tree shape, which
 //! [`crate::porep`] picks from the registered proof.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use serde::de::{DeserializeSeed, Error as _, IgnoredAny, MapAccess, SeqAccess};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -41,27 +46,91 @@ pub struct C1Output {
     pub ticket: [u8; 32],
 }
 
+/// What [`C1Summary::read`] keeps of a C1 output: everything but the vanilla proofs, of which
+/// it keeps only the number in each partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct C1Summary {
+    /// The registered seal proof.
+    pub registered_proof: RegisteredSealProof,
+    /// The sector number Curio's wrapper names, if the input came in it.
+    pub sector_number: Option<u64>,
+    /// The number of vanilla proofs in each partition.
+    pub partition_sizes: Vec<usize>,
+    /// The replica commitment.
+    pub comm_r: [u8; 32],
+    /// The data commitment.
+    pub comm_d: [u8; 32],
+    /// The replica id the sector was sealed with.
+    pub replica_id: [u8; 32],
+    /// The interactive seed the challenges derive from.
+    pub seed: [u8; 32],
+    /// The ticket the replica id derives from.
+    pub ticket: [u8; 32],
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct CurioWrapper {
+struct CurioWrapper<'a> {
     #[serde(rename = "SectorNum")]
     sector_num: u64,
-    #[serde(rename = "Phase1Out")]
-    phase1_out: String,
+    /// Borrowed from the input where it has no escapes (base64 needs none).
+    #[serde(rename = "Phase1Out", borrow)]
+    phase1_out: Cow<'a, str>,
     #[serde(rename = "SectorSize")]
     sector_size: u64,
 }
 
+impl CurioWrapper<'_> {
+    fn check_size(&self, registered_proof: RegisteredSealProof) -> Result<(), FilecoinError> {
+        if registered_proof.sector_size != self.sector_size {
+            return Err(FilecoinError::Mismatch {
+                what: "the wrapper's SectorSize",
+                expected: registered_proof.sector_size.to_string(),
+                got: self.sector_size.to_string(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// filecoin-proofs' `SealCommitPhase1Output`, its vanilla proofs as `V`: raw JSON for
+/// [`C1Output::parse`], their [`VanillaShape`] for [`C1Summary::read`].
 #[derive(Deserialize)]
-struct Phase1Out {
+struct Phase1Out<V> {
     #[serde(default)]
     registered_proof: Option<String>,
-    vanilla_proofs: Box<RawValue>,
+    vanilla_proofs: V,
     comm_r: [u8; 32],
     comm_d: [u8; 32],
     replica_id: [u8; 32],
     seed: [u8; 32],
     ticket: [u8; 32],
+}
+
+fn utf8(bytes: &[u8]) -> Result<&str, FilecoinError> {
+    std::str::from_utf8(bytes)
+        .map_err(|e| FilecoinError::InvalidInput(format!("the C1 output is not UTF-8: {e}")))
+}
+
+fn is_wrapped(text: &str) -> bool {
+    text.trim_start().starts_with('{') && text.contains("\"Phase1Out\"")
+}
+
+/// The registered proof the input names, else the request's; both given, they must agree.
+fn resolve_registered(
+    named: Option<&str>,
+    requested: Option<RegisteredSealProof>,
+) -> Result<RegisteredSealProof, FilecoinError> {
+    let named = named.map(RegisteredSealProof::from_name).transpose()?;
+    match (named, requested) {
+        (Some(named), Some(requested)) if named != requested => Err(FilecoinError::Mismatch {
+            what: "the C1 output's registered proof",
+            expected: requested.to_string(),
+            got: named.to_string(),
+        }),
+        (Some(p), _) | (None, Some(p)) => Ok(p),
+        (None, None) => Err(FilecoinError::MissingRegisteredProof),
+    }
 }
 
 impl C1Output {
@@ -72,19 +141,13 @@ impl C1Output {
         bytes: &[u8],
         registered_proof: Option<RegisteredSealProof>,
     ) -> Result<Self, FilecoinError> {
-        let text = std::str::from_utf8(bytes)
-            .map_err(|e| FilecoinError::InvalidInput(format!("the C1 output is not UTF-8: {e}")))?;
-        if text.trim_start().starts_with('{') && text.contains("\"Phase1Out\"") {
-            let wrapper: CurioWrapper = serde_json::from_str(text).map_err(FilecoinError::Json)?;
+        let text = utf8(bytes)?;
+        if is_wrapped(text) {
+            let wrapper: CurioWrapper<'_> =
+                serde_json::from_str(text).map_err(FilecoinError::Json)?;
             let inner = decode_base64("the C1 wrapper's Phase1Out", &wrapper.phase1_out)?;
             let mut out = Self::parse_phase1(&inner, registered_proof)?;
-            if out.registered_proof.sector_size != wrapper.sector_size {
-                return Err(FilecoinError::Mismatch {
-                    what: "the wrapper's SectorSize",
-                    expected: out.registered_proof.sector_size.to_string(),
-                    got: wrapper.sector_size.to_string(),
-                });
-            }
+            wrapper.check_size(out.registered_proof)?;
             out.sector_number = Some(wrapper.sector_num);
             Ok(out)
         } else {
@@ -96,23 +159,9 @@ impl C1Output {
         bytes: &[u8],
         requested: Option<RegisteredSealProof>,
     ) -> Result<Self, FilecoinError> {
-        let out: Phase1Out = serde_json::from_slice(bytes).map_err(FilecoinError::Json)?;
-        let named = out
-            .registered_proof
-            .as_deref()
-            .map(RegisteredSealProof::from_name)
-            .transpose()?;
-        let registered_proof = match (named, requested) {
-            (Some(named), Some(requested)) if named != requested => {
-                return Err(FilecoinError::Mismatch {
-                    what: "the C1 output's registered proof",
-                    expected: requested.to_string(),
-                    got: named.to_string(),
-                })
-            }
-            (Some(p), _) | (None, Some(p)) => p,
-            (None, None) => return Err(FilecoinError::MissingRegisteredProof),
-        };
+        let out: Phase1Out<Box<RawValue>> =
+            serde_json::from_slice(bytes).map_err(FilecoinError::Json)?;
+        let registered_proof = resolve_registered(out.registered_proof.as_deref(), requested)?;
         let vanilla_proofs = unwrap_versioned(out.vanilla_proofs, registered_proof)?;
         Ok(Self {
             registered_proof,
@@ -172,7 +221,16 @@ fn unwrap_versioned(
             ))
         }
     };
-    let keyed = RegisteredSealProof::from_name(&key)?;
+    check_version_key(&key, registered_proof)?;
+    Ok(value)
+}
+
+/// The API's version key must name the registered proof's size.
+fn check_version_key(
+    key: &str,
+    registered_proof: RegisteredSealProof,
+) -> Result<(), FilecoinError> {
+    let keyed = RegisteredSealProof::from_name(key)?;
     if keyed.sector_size != registered_proof.sector_size {
         return Err(FilecoinError::Mismatch {
             what: "the vanilla proofs' version key",
@@ -180,8 +238,154 @@ fn unwrap_versioned(
                 "StackedDrg{}V1",
                 format_sector_size(registered_proof.sector_size)
             ),
-            got: key,
+            got: key.to_string(),
         });
     }
-    Ok(value)
+    Ok(())
+}
+
+impl C1Summary {
+    /// Reads a C1 output in any of the three forms as [`C1Output::parse`] does, with the same
+    /// errors, but keeps no vanilla proof: it is cheap enough to run when a request arrives.
+    ///
+    /// The input is scanned once and nothing of its size is allocated: the vanilla proofs are
+    /// skipped (only the number in each partition is kept), and Curio's wrapper is base64-decoded
+    /// as the JSON reader goes, not into a buffer. Their types (which depend on the sector's
+    /// tree shape) are decoded only when the job runs, from its spooled bytes.
+    pub fn read(
+        bytes: &[u8],
+        registered_proof: Option<RegisteredSealProof>,
+    ) -> Result<Self, FilecoinError> {
+        let text = utf8(bytes)?;
+        if !is_wrapped(text) {
+            let out: Phase1Out<VanillaShape> =
+                serde_json::from_slice(bytes).map_err(FilecoinError::Json)?;
+            return Self::of(out, registered_proof);
+        }
+        let wrapper: CurioWrapper<'_> = serde_json::from_str(text).map_err(FilecoinError::Json)?;
+        let decoder = base64::read::DecoderReader::new(
+            wrapper.phase1_out.trim().as_bytes(),
+            &base64::engine::general_purpose::STANDARD,
+        );
+        let out: Phase1Out<VanillaShape> = serde_json::from_reader(
+            std::io::BufReader::with_capacity(1 << 16, decoder),
+        )
+        .map_err(|e| match e.io_error_kind() {
+            // The decoder's errors come through the reader as I/O errors.
+            Some(_) => FilecoinError::Base64 {
+                what: "the C1 wrapper's Phase1Out".into(),
+                detail: e.to_string(),
+            },
+            None => FilecoinError::Json(e),
+        })?;
+        let mut summary = Self::of(out, registered_proof)?;
+        wrapper.check_size(summary.registered_proof)?;
+        summary.sector_number = Some(wrapper.sector_num);
+        Ok(summary)
+    }
+
+    fn of(
+        out: Phase1Out<VanillaShape>,
+        requested: Option<RegisteredSealProof>,
+    ) -> Result<Self, FilecoinError> {
+        let registered_proof = resolve_registered(out.registered_proof.as_deref(), requested)?;
+        if let Some(key) = &out.vanilla_proofs.key {
+            check_version_key(key, registered_proof)?;
+        }
+        Ok(Self {
+            registered_proof,
+            sector_number: None,
+            partition_sizes: out.vanilla_proofs.partition_sizes,
+            comm_r: out.comm_r,
+            comm_d: out.comm_d,
+            replica_id: out.replica_id,
+            seed: out.seed,
+            ticket: out.ticket,
+        })
+    }
+}
+
+/// The vanilla proofs' shape, read without keeping them: the API form's version key (None:
+/// filecoin-proofs' bare array) and the number of proofs in each partition.
+struct VanillaShape {
+    key: Option<String>,
+    partition_sizes: Vec<usize>,
+}
+
+impl<'de> Deserialize<'de> for VanillaShape {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = VanillaShape;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of partitions of vanilla proofs, or one keyed by version")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<VanillaShape, A::Error> {
+                Ok(VanillaShape {
+                    key: None,
+                    partition_sizes: PartitionSizes.visit_seq(seq)?,
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<VanillaShape, A::Error> {
+                let one = || A::Error::custom("vanilla_proofs must have exactly one version key");
+                let key: String = map.next_key()?.ok_or_else(one)?;
+                let sizes = map.next_value_seed(PartitionSizes)?;
+                if map.next_key::<IgnoredAny>()?.is_some() {
+                    return Err(one());
+                }
+                Ok(VanillaShape {
+                    key: Some(key),
+                    partition_sizes: sizes,
+                })
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+/// Reads a list of lists, keeping the length of each.
+struct PartitionSizes;
+
+impl<'de> serde::de::Visitor<'de> for PartitionSizes {
+    type Value = Vec<usize>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a list of partitions, each a list of vanilla proofs")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<usize>, A::Error> {
+        let mut sizes = Vec::new();
+        while let Some(Length(n)) = seq.next_element()? {
+            sizes.push(n);
+        }
+        Ok(sizes)
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for PartitionSizes {
+    type Value = Vec<usize>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Vec<usize>, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+/// A list's length, its elements skipped.
+struct Length(usize);
+
+impl<'de> Deserialize<'de> for Length {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Length;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of vanilla proofs")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Length, A::Error> {
+                let mut n = 0;
+                while seq.next_element::<IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                Ok(Length(n))
+            }
+        }
+        d.deserialize_seq(Visit)
+    }
 }

@@ -2,7 +2,9 @@
 //! through its public API, parameter files by its names, proof bytes as it writes them.
 //!
 //! - [`c1`]: the C1 output (PoRep phase 1) in Curio's wrapper, filecoin-proofs-api's JSON or
-//!   filecoin-proofs' own.
+//!   filecoin-proofs' own; [`C1Summary`] reads it without its vanilla proofs, so a service can
+//!   check a request when it arrives ([`PorepJob::check`], [`post::check_vanilla_count`],
+//!   [`snap::check_vanilla_count`]).
 //! - [`porep`]: PoRep C2, partition by partition: circuits from `StackedCompound`, proofs from
 //!   the caller's [`porep::PartitionProver`] (cuzk's pipeline), each verified, concatenated as
 //!   `seal_commit_phase2` returns them.
@@ -31,7 +33,7 @@ mod prove;
 pub mod registered;
 pub mod snap;
 
-pub use c1::C1Output;
+pub use c1::{C1Output, C1Summary};
 pub use error::FilecoinError;
 pub use jobs::{PostJobFile, SnapJobFile};
 pub use kinds::CircuitKind;

@@ -12,14 +12,14 @@
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{
     as_safe_commitment, parameters::setup_params, with_shape, DefaultPieceDomain,
-    DefaultPieceHasher, MerkleTreeTrait, VanillaSealProof,
+    DefaultPieceHasher, DefaultTreeHasher, MerkleTreeTrait, VanillaSealProof,
 };
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{
     generate_replica_id, PublicInputs, StackedCircuit, StackedCompound, StackedDrg, Tau,
 };
 
-use crate::c1::C1Output;
+use crate::c1::{C1Output, C1Summary};
 use crate::error::FilecoinError;
 use crate::params::{self, GenerateReport, ParamFiles};
 use crate::prove::{prove_partitions, FilecoinProof, PartitionProver};
@@ -124,16 +124,27 @@ impl<'a> PorepJob<'a> {
     /// A job for `c1`, sealed by `sector.miner_id` as sector `sector.sector_number`. A sector
     /// number that disagrees with Curio's wrapper is an error.
     pub fn new(c1: &'a C1Output, sector: SectorId) -> Result<Self, FilecoinError> {
-        if let Some(n) = c1.sector_number {
-            if n != sector.sector_number {
-                return Err(FilecoinError::Mismatch {
-                    what: "the sector number",
-                    expected: n.to_string(),
-                    got: sector.sector_number.to_string(),
-                });
-            }
-        }
+        check_sector_number(c1.sector_number, sector)?;
         Ok(Self { c1, sector })
+    }
+
+    /// Checks a C1 output as [`PorepJob::new`] and proving would before any circuit is built,
+    /// from its [`C1Summary`] (cheap: no vanilla proof is decoded): the sector number, the
+    /// commitments, the number of partitions of vanilla proofs, and that the replica id is
+    /// `sector`'s. What is left for proving to find is a vanilla proof that does not decode
+    /// or does not satisfy its circuit.
+    pub fn check(c1: &C1Summary, sector: SectorId) -> Result<(), FilecoinError> {
+        check_sector_number(c1.sector_number, sector)?;
+        check_commitments(&c1.comm_r, &c1.comm_d, &c1.seed)?;
+        check_partitions(c1.partition_sizes.iter().copied(), c1.registered_proof)?;
+        check_replica_id::<DefaultTreeHasher>(
+            &c1.replica_id,
+            &c1.ticket,
+            c1.comm_d,
+            c1.registered_proof,
+            sector,
+        )?;
+        Ok(())
     }
 
     /// The parameter files this job needs, in `dir`.
@@ -187,58 +198,21 @@ fn prepare<'a, Tree: 'static + MerkleTreeTrait>(
     job: &PorepJob<'_>,
 ) -> Result<Prepared<'a, Tree>, FilecoinError> {
     let c1 = job.c1;
-    let invalid = |m: &str| FilecoinError::InvalidInput(m.to_string());
-    if c1.comm_d == [0; 32] {
-        return Err(invalid("the C1 output's comm_d is all zeros"));
-    }
-    if c1.comm_r == [0; 32] {
-        return Err(invalid("the C1 output's comm_r is all zeros"));
-    }
-    if c1.seed == [0; 32] {
-        return Err(invalid(
-            "the C1 output's seed (the PoRep challenge seed) is all zeros",
-        ));
-    }
+    check_commitments(&c1.comm_r, &c1.comm_d, &c1.seed)?;
     let vanilla: Vec<Vec<VanillaSealProof<Tree>>> =
         serde_json::from_str(c1.vanilla_proofs.get()).map_err(FilecoinError::Json)?;
-    if vanilla.is_empty() || vanilla.iter().any(|p| p.is_empty()) {
-        return Err(invalid("the C1 output contains no vanilla proofs"));
-    }
-    let config = c1.registered_proof.porep_config();
-    let partitions = usize::from(config.partitions);
-    if vanilla.len() != partitions {
-        return Err(FilecoinError::Mismatch {
-            what: "the number of partitions of vanilla proofs",
-            expected: partitions.to_string(),
-            got: vanilla.len().to_string(),
-        });
-    }
+    check_partitions(vanilla.iter().map(Vec::len), c1.registered_proof)?;
     let comm_r = as_safe_commitment::<<Tree::Hasher as Hasher>::Domain, _>(&c1.comm_r, "comm_r")
         .map_err(FilecoinError::FilecoinProofs)?;
     let comm_d =
         DefaultPieceDomain::try_from_bytes(&c1.comm_d).map_err(FilecoinError::FilecoinProofs)?;
-    let replica_id = <Tree::Hasher as Hasher>::Domain::try_from_bytes(&c1.replica_id)
-        .map_err(FilecoinError::FilecoinProofs)?;
-
-    // verify_seal recomputes the replica id from the miner and the sector: a C1 output of
-    // another sector or miner would prove, then fail there. Say so before proving.
-    let derived = generate_replica_id::<Tree::Hasher, _>(
-        &prover_id(job.sector.miner_id),
-        job.sector.sector_number,
+    let replica_id = check_replica_id::<Tree::Hasher>(
+        &c1.replica_id,
         &c1.ticket,
         c1.comm_d,
-        &config.porep_id,
-    );
-    if derived != replica_id {
-        return Err(FilecoinError::Mismatch {
-            what: "the C1 output's replica id",
-            expected: format!(
-                "the one of miner {} sector {}",
-                job.sector.miner_id, job.sector.sector_number
-            ),
-            got: "another (the C1 output belongs to another miner, sector or ticket)".into(),
-        });
-    }
+        c1.registered_proof,
+        job.sector,
+    )?;
 
     let pub_in = PublicInputs {
         replica_id,
@@ -251,6 +225,90 @@ fn prepare<'a, Tree: 'static + MerkleTreeTrait>(
         pp: compound_params::<Tree>(c1.registered_proof)?,
         vanilla,
     })
+}
+
+/// A sector number Curio's wrapper names must be the request's.
+fn check_sector_number(wrapped: Option<u64>, sector: SectorId) -> Result<(), FilecoinError> {
+    match wrapped {
+        Some(n) if n != sector.sector_number => Err(FilecoinError::Mismatch {
+            what: "the sector number",
+            expected: n.to_string(),
+            got: sector.sector_number.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// `seal_commit_phase2`'s checks of the commitments and the seed.
+fn check_commitments(
+    comm_r: &[u8; 32],
+    comm_d: &[u8; 32],
+    seed: &[u8; 32],
+) -> Result<(), FilecoinError> {
+    let invalid = |m: &str| Err(FilecoinError::InvalidInput(m.to_string()));
+    if *comm_d == [0; 32] {
+        return invalid("the C1 output's comm_d is all zeros");
+    }
+    if *comm_r == [0; 32] {
+        return invalid("the C1 output's comm_r is all zeros");
+    }
+    if *seed == [0; 32] {
+        return invalid("the C1 output's seed (the PoRep challenge seed) is all zeros");
+    }
+    Ok(())
+}
+
+/// One non-empty list of vanilla proofs per partition of the registered proof.
+fn check_partitions(
+    sizes: impl ExactSizeIterator<Item = usize>,
+    registered_proof: RegisteredSealProof,
+) -> Result<(), FilecoinError> {
+    let got = sizes.len();
+    if got == 0 || sizes.into_iter().any(|n| n == 0) {
+        return Err(FilecoinError::InvalidInput(
+            "the C1 output contains no vanilla proofs".into(),
+        ));
+    }
+    let partitions = usize::from(registered_proof.porep_config().partitions);
+    if got != partitions {
+        return Err(FilecoinError::Mismatch {
+            what: "the number of partitions of vanilla proofs",
+            expected: partitions.to_string(),
+            got: got.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// The C1 output's replica id, checked against the one `verify_seal` derives from the miner
+/// and the sector: a C1 output of another sector or miner would prove, then fail there.
+fn check_replica_id<H: Hasher>(
+    replica_id: &[u8; 32],
+    ticket: &[u8; 32],
+    comm_d: [u8; 32],
+    registered_proof: RegisteredSealProof,
+    sector: SectorId,
+) -> Result<H::Domain, FilecoinError> {
+    let replica_id =
+        H::Domain::try_from_bytes(replica_id).map_err(FilecoinError::FilecoinProofs)?;
+    let derived = generate_replica_id::<H, _>(
+        &prover_id(sector.miner_id),
+        sector.sector_number,
+        ticket,
+        comm_d,
+        &registered_proof.porep_id(),
+    );
+    if derived != replica_id {
+        return Err(FilecoinError::Mismatch {
+            what: "the C1 output's replica id",
+            expected: format!(
+                "the one of miner {} sector {}",
+                sector.miner_id, sector.sector_number
+            ),
+            got: "another (the C1 output belongs to another miner, sector or ticket)".into(),
+        });
+    }
+    Ok(replica_id)
 }
 
 fn prove_tree<Tree: 'static + MerkleTreeTrait>(

@@ -76,6 +76,35 @@ pub fn post_config(kind: PostKind, sector_size: u64) -> Result<PoStConfig, Filec
     })
 }
 
+/// Checks the number of vanilla proofs of a `kind` PoSt job of `sector_size` (one per
+/// challenged sector), as proving would: exactly the config's sector count for Winning, one to
+/// the sector count of a partition for Window. Cheap: for checking a request when it arrives.
+pub fn check_vanilla_count(
+    kind: PostKind,
+    sector_size: u64,
+    count: usize,
+) -> Result<(), FilecoinError> {
+    let config = post_config(kind, sector_size)?;
+    let (ok, expected) = match kind {
+        PostKind::Winning => (
+            count == config.sector_count,
+            config.sector_count.to_string(),
+        ),
+        PostKind::Window => (
+            (1..=config.sector_count).contains(&count),
+            format!("1 to {}", config.sector_count),
+        ),
+    };
+    if !ok {
+        return Err(FilecoinError::Mismatch {
+            what: "the number of vanilla proofs",
+            expected,
+            got: count.to_string(),
+        });
+    }
+    Ok(())
+}
+
 type Compound<'a, Tree> = compound_proof::PublicParams<'a, FallbackPoSt<'a, Tree>>;
 
 fn compound_params<'a, Tree: 'static + MerkleTreeTrait>(
@@ -208,17 +237,7 @@ fn prepare<'a, Tree: 'static + MerkleTreeTrait>(
     job: &PostJob<'_>,
 ) -> Result<Prepared<'a, Tree>, FilecoinError> {
     let config = post_config(job.kind, job.sector_size)?;
-    let count_ok = match job.kind {
-        PostKind::Winning => job.vanilla_proofs.len() == config.sector_count,
-        PostKind::Window => (1..=config.sector_count).contains(&job.vanilla_proofs.len()),
-    };
-    if !count_ok {
-        return Err(FilecoinError::Mismatch {
-            what: "the number of vanilla proofs",
-            expected: format!("{} (at most, for Window)", config.sector_count),
-            got: job.vanilla_proofs.len().to_string(),
-        });
-    }
+    check_vanilla_count(job.kind, job.sector_size, job.vanilla_proofs.len())?;
     let vanilla: Vec<FallbackPoStSectorProof<Tree>> = job
         .vanilla_proofs
         .iter()

@@ -45,6 +45,20 @@ fn update_config(sector_size: u64) -> Result<SectorUpdateConfig, FilecoinError> 
     Ok(SectorUpdateConfig::from_porep_config(&porep))
 }
 
+/// Checks the number of vanilla proofs of a SnapDeals job of `sector_size`: one per partition
+/// of the size's update config (returned). Cheap: for checking a request when it arrives.
+pub fn check_vanilla_count(sector_size: u64, count: usize) -> Result<usize, FilecoinError> {
+    let partitions = usize::from(update_config(sector_size)?.update_partitions);
+    if count != partitions {
+        return Err(FilecoinError::Mismatch {
+            what: "the number of SnapDeals partition proofs",
+            expected: partitions.to_string(),
+            got: count.to_string(),
+        });
+    }
+    Ok(partitions)
+}
+
 /// The parameter files of the SnapDeals circuit of `sector_size`, in `dir`.
 pub fn snap_param_files(dir: &Path, sector_size: u64) -> Result<ParamFiles, FilecoinError> {
     update_config(sector_size)?;
@@ -101,14 +115,7 @@ fn prepare<'a, Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     job: &SnapJob<'_>,
 ) -> Result<Prepared<'a, Tree>, FilecoinError> {
     let config = update_config(job.sector_size)?;
-    let partitions = usize::from(config.update_partitions);
-    if job.vanilla_proofs.len() != partitions {
-        return Err(FilecoinError::Mismatch {
-            what: "the number of SnapDeals partition proofs",
-            expected: partitions.to_string(),
-            got: job.vanilla_proofs.len().to_string(),
-        });
-    }
+    let partitions = check_vanilla_count(job.sector_size, job.vanilla_proofs.len())?;
     let vanilla: Vec<PartitionProof<Tree>> = job
         .vanilla_proofs
         .iter()

@@ -11,7 +11,8 @@ use blstrs::Scalar;
 use cuzk_filecoin::jobs::decode_base64;
 use cuzk_filecoin::porep::param_files;
 use cuzk_filecoin::{
-    C1Output, FilecoinError, PorepJob, PostJobFile, RegisteredSealProof, SectorId, SnapJobFile,
+    C1Output, C1Summary, FilecoinError, PorepJob, PostJobFile, RegisteredSealProof, SectorId,
+    SnapJobFile,
 };
 use cuzk_groth16::{Parameters, Proof};
 use cuzk_pipeline::PartitionInput;
@@ -66,6 +67,58 @@ fn every_form_parses_to_the_same_output() {
         );
     }
     assert_eq!(api.to_api_json(), wrapped.to_api_json());
+}
+
+/// `C1Summary::read`, the cheap check a service runs when a request arrives, reads every form
+/// as `parse` does and refuses what `parse` refuses, with the same error.
+#[test]
+fn the_summary_reads_what_parse_reads() {
+    let wrapped = parse(&c1_bytes(), None).unwrap();
+    for (bytes, registered) in [
+        (c1_bytes(), None),
+        (api_json().into_bytes(), None),
+        (fp_json().into_bytes(), Some(P2K)),
+    ] {
+        let s = C1Summary::read(&bytes, registered).unwrap();
+        assert_eq!(s.registered_proof, P2K);
+        // One partition of two challenges.
+        assert_eq!(s.partition_sizes, vec![2]);
+        assert_eq!(
+            (s.comm_r, s.comm_d, s.replica_id, s.seed, s.ticket),
+            (
+                wrapped.comm_r,
+                wrapped.comm_d,
+                wrapped.replica_id,
+                wrapped.seed,
+                wrapped.ticket
+            )
+        );
+        PorepJob::check(&s, SECTOR).unwrap();
+    }
+    let bytes = c1_bytes();
+    let bare = fp_json();
+    let bad: [(&[u8], Option<RegisteredSealProof>); 5] = [
+        (&bytes[..bytes.len() / 2], None),
+        (b"not json", None),
+        (
+            b"{\"SectorNum\":1,\"Phase1Out\":\"!!\",\"SectorSize\":2048}",
+            None,
+        ),
+        (bare.as_bytes(), None),
+        (&bytes, Some(RegisteredSealProof::from_number(6).unwrap())),
+    ];
+    for (input, registered) in bad {
+        let parsed = parse(input, registered).unwrap_err().to_string();
+        let read = C1Summary::read(input, registered).unwrap_err().to_string();
+        assert_eq!(parsed.split(':').next(), read.split(':').next());
+    }
+    let s = C1Summary::read(&bytes, None).unwrap();
+    let other = SectorId {
+        miner_id: 1001,
+        ..SECTOR
+    };
+    let e = PorepJob::check(&s, other).unwrap_err().to_string();
+    assert!(e.contains("another miner"), "{e}");
 }
 
 #[test]
