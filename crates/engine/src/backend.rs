@@ -57,6 +57,23 @@ pub trait ProofBackend: Send + Sync + Debug {
     fn memory(&self) -> Option<DeviceMemory> {
         None
     }
+
+    /// What this backend counted of its device's failures, for metrics. Read under the
+    /// engine's state lock at every job event, so it must not block or ask the device (a
+    /// couple of atomic loads). The default counts nothing.
+    fn counters(&self) -> BackendCounters {
+        BackendCounters::default()
+    }
+}
+
+/// A backend's failure counters since it was made ([`ProofBackend::counters`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BackendCounters {
+    /// Device failures it saw (out of memory, a kernel fault, a lost device), whether the
+    /// partition then failed or was proven on the CPU instead.
+    pub device_failures: u64,
+    /// Partitions it proved again on the CPU after its device failed.
+    pub cpu_fallbacks: u64,
 }
 
 /// A device's memory as status reports it.

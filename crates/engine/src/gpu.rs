@@ -24,9 +24,11 @@
 //! device (the prover consumes its input), so the fallback is off by default.
 //!
 //! Status reports each device's memory and its arena's free bytes (what new work can still
-//! take).
+//! take); metrics count each worker's device failures and CPU fallbacks
+//! ([`ProofBackend::counters`]).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use cuzk_groth16::{Parameters, Proof};
@@ -38,7 +40,9 @@ use cuzk_pipeline::{
 
 pub use cuzk_pipeline::gpu::PolicyKind;
 
-use crate::backend::{random_rs, BackendError, CpuProofBackend, DeviceMemory, ProofBackend};
+use crate::backend::{
+    random_rs, BackendCounters, BackendError, CpuProofBackend, DeviceMemory, ProofBackend,
+};
 use crate::EngineError;
 
 /// What a device's workers know of its residency.
@@ -59,6 +63,10 @@ pub struct GpuProofBackend {
     residency: Arc<Mutex<Residency>>,
     /// Where a partition goes again when the device fails, if anywhere.
     fallback: Option<Arc<CpuProofBackend>>,
+    /// Device failures this worker saw, for metrics.
+    device_failures: AtomicU64,
+    /// Partitions this worker proved again on the CPU, for metrics.
+    cpu_fallbacks: AtomicU64,
 }
 
 impl GpuProofBackend {
@@ -86,6 +94,8 @@ impl GpuProofBackend {
                 prover: Prover::new(gpu, ProverConfig { check_satisfied }),
                 residency: Arc::clone(&residency),
                 fallback: fallback.clone(),
+                device_failures: AtomicU64::new(0),
+                cpu_fallbacks: AtomicU64::new(0),
             })
             .collect())
     }
@@ -137,6 +147,14 @@ impl GpuProofBackend {
         Ok(())
     }
 
+    /// `result`, with a device failure counted.
+    fn counted<T>(&self, result: Result<T, PipelineError>) -> Result<T, PipelineError> {
+        if let Err(PipelineError::Device { .. }) = &result {
+            self.device_failures.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
     fn prove_on_device(
         &self,
         params: &Arc<Parameters>,
@@ -168,10 +186,10 @@ impl ProofBackend for GpuProofBackend {
         partition: usize,
     ) -> Result<(Proof, PartitionTiming), BackendError> {
         let Some(cpu) = &self.fallback else {
-            return Ok(self.prove_on_device(params, input, ctx, partition)?);
+            return Ok(self.counted(self.prove_on_device(params, input, ctx, partition))?);
         };
         let again = input.clone();
-        match self.prove_on_device(params, input, ctx, partition) {
+        match self.counted(self.prove_on_device(params, input, ctx, partition)) {
             Err(PipelineError::Device { device, source }) => {
                 tracing::warn!(
                     job = ctx.job,
@@ -180,6 +198,7 @@ impl ProofBackend for GpuProofBackend {
                     error = %source,
                     "device failed; proving the partition on the CPU"
                 );
+                self.cpu_fallbacks.fetch_add(1, Ordering::Relaxed);
                 cpu.prove_partition(params, again, ctx, partition)
             }
             other => Ok(other?),
@@ -187,7 +206,7 @@ impl ProofBackend for GpuProofBackend {
     }
 
     fn preload(&self, params: &Arc<Parameters>) -> Result<(), BackendError> {
-        Ok(self.make_resident(params)?)
+        Ok(self.counted(self.make_resident(params))?)
     }
 
     fn release(&self, params: &Arc<Parameters>) {
@@ -206,5 +225,12 @@ impl ProofBackend for GpuProofBackend {
             peak_in_use_bytes: stats.peak_in_use,
             mapped_bytes: self.gpu().mapped_bytes(),
         })
+    }
+
+    fn counters(&self) -> BackendCounters {
+        BackendCounters {
+            device_failures: self.device_failures.load(Ordering::Relaxed),
+            cpu_fallbacks: self.cpu_fallbacks.load(Ordering::Relaxed),
+        }
     }
 }

@@ -49,10 +49,11 @@ pub use cuzk_filecoin as filecoin;
 /// cuzk-telemetry, re-exported so the daemon records the engine's spans without naming it.
 pub use cuzk_telemetry as telemetry;
 
-pub use backend::{BackendError, CpuProofBackend, DeviceMemory, ProofBackend};
+pub use backend::{BackendCounters, BackendError, CpuProofBackend, DeviceMemory, ProofBackend};
 pub use engine::{Engine, EngineConfig};
 pub use job::{JobOutcome, JobRequest, JobState, JobTimings, Priority, ProofKind, Submitted};
 pub use lock::DataDirLock;
+pub use metrics::parse_exposition;
 pub use params::{Circuit, ParamConfig, ParamManager, ParamStatus, Tier};
 pub use status::{EngineStatus, KindQueue, WorkerStatus};
 

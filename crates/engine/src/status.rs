@@ -10,8 +10,8 @@ use std::fmt::Write;
 use std::sync::{Arc, PoisonError, Weak};
 use std::time::Duration;
 
-use crate::backend::DeviceMemory;
-use crate::engine::{Engine, Shared, State};
+use crate::backend::{BackendCounters, DeviceMemory};
+use crate::engine::{Engine, Shared, State, Worker};
 use crate::job::{JobState, ProofKind};
 use crate::params::{ParamStatus, Tier};
 
@@ -94,6 +94,7 @@ pub(crate) fn refresh(shared: &Shared, state: &State) {
     let mut metrics = String::new();
     state.metrics.write(&mut metrics);
     write_metrics(&status, &mut metrics);
+    write_worker_counters(&state.workers, &mut metrics);
     *shared
         .snapshot
         .lock()
@@ -123,6 +124,11 @@ pub(crate) fn refresher(shared: Weak<Shared>) {
     }
 }
 
+/// The time worker `w` spent proving, the job or partition it has now included.
+fn busy(w: &Worker) -> Duration {
+    w.busy + w.busy_since.map(|s| s.elapsed()).unwrap_or_default()
+}
+
 fn build_status(shared: &Shared, state: &State) -> EngineStatus {
     {
         let uptime = shared.started.elapsed();
@@ -131,7 +137,7 @@ fn build_status(shared: &Shared, state: &State) -> EngineStatus {
             .iter()
             .enumerate()
             .map(|(i, w)| {
-                let busy = w.busy + w.busy_since.map(|s| s.elapsed()).unwrap_or_default();
+                let busy = busy(w);
                 WorkerStatus {
                     index: i as u32,
                     device: w.device.clone(),
@@ -242,35 +248,87 @@ fn write_metrics(status: &EngineStatus, out: &mut String) {
                 "# HELP cuzk_peak_rss_bytes The process's peak host memory (VmHWM).\n# TYPE cuzk_peak_rss_bytes gauge\ncuzk_peak_rss_bytes {peak}"
             );
         }
-        let _ = writeln!(
-            out,
-            "# HELP cuzk_device_memory_bytes Each device's memory: its size, its arena's free bytes, the most its arena has held, and the host bytes of parameters it reads in place (mapped).\n# TYPE cuzk_device_memory_bytes gauge"
-        );
         // One line set per device, from its first worker (the workers of a device share it).
         let mut seen = std::collections::BTreeSet::new();
-        for w in &status.workers {
-            let Some(m) = w.memory else { continue };
-            if !seen.insert(w.device.clone()) {
-                continue;
-            }
+        let devices: Vec<_> = status
+            .workers
+            .iter()
+            .filter_map(|w| Some((w.device.as_str(), w.memory?)))
+            .filter(|(device, _)| seen.insert(*device))
+            .collect();
+        let _ = writeln!(
+            out,
+            "# HELP cuzk_device_memory_bytes Each device's memory: its size, its arena's free bytes, and the host bytes of parameters it reads in place (mapped).\n# TYPE cuzk_device_memory_bytes gauge"
+        );
+        for (device, m) in &devices {
             for (what, bytes) in [
                 ("total", m.total_bytes),
                 ("free", m.free_bytes),
-                ("peak_in_use", m.peak_in_use_bytes),
                 ("mapped_host", m.mapped_bytes),
             ] {
                 let _ = writeln!(
                     out,
-                    "cuzk_device_memory_bytes{{device=\"{}\",what=\"{what}\"}} {bytes}",
-                    w.device
+                    "cuzk_device_memory_bytes{{device=\"{device}\",what=\"{what}\"}} {bytes}"
                 );
             }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP cuzk_peak_vram_bytes The most each device's arena has held at once (resident parameters, pre-compiled circuits and partitions' buffers): cuzk's peak device memory.\n# TYPE cuzk_peak_vram_bytes gauge"
+        );
+        for (device, m) in &devices {
+            let _ = writeln!(
+                out,
+                "cuzk_peak_vram_bytes{{device=\"{device}\"}} {}",
+                m.peak_in_use_bytes
+            );
         }
         let _ = writeln!(
             out,
             "# HELP cuzk_uptime_seconds Seconds since the engine started.\n# TYPE cuzk_uptime_seconds gauge\ncuzk_uptime_seconds {}",
             status.uptime_seconds
         );
+    }
+}
+
+/// The workers' counters: the time each spent proving, and each device's failures and CPU
+/// fallbacks (summed over its workers; atomics the backends keep, read without waiting).
+fn write_worker_counters(workers: &[Worker], out: &mut String) {
+    let _ = writeln!(
+        out,
+        "# HELP cuzk_worker_busy_seconds_total Seconds each worker spent proving (its jobs and the partitions it helped with).\n# TYPE cuzk_worker_busy_seconds_total counter"
+    );
+    for (i, w) in workers.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "cuzk_worker_busy_seconds_total{{device=\"{}\",worker=\"{i}\"}} {:.3}",
+            w.device,
+            busy(w).as_secs_f64()
+        );
+    }
+    let mut devices = std::collections::BTreeMap::<&str, BackendCounters>::new();
+    for w in workers {
+        let c = w.backend.counters();
+        let sum = devices.entry(w.device.as_str()).or_default();
+        sum.device_failures += c.device_failures;
+        sum.cpu_fallbacks += c.cpu_fallbacks;
+    }
+    for (name, help, value) in [
+        (
+            "cuzk_device_failures_total",
+            "Device failures (out of memory, a kernel fault, a lost device), whether the partition then failed or was proven on the CPU.",
+            (|c: &BackendCounters| c.device_failures) as fn(&BackendCounters) -> u64,
+        ),
+        (
+            "cuzk_cpu_fallbacks_total",
+            "Partitions proven again on the CPU after their device failed ([gpus] cpu_fallback).",
+            |c| c.cpu_fallbacks,
+        ),
+    ] {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+        for (device, c) in &devices {
+            let _ = writeln!(out, "{name}{{device=\"{device}\"}} {}", value(c));
+        }
     }
 }
 

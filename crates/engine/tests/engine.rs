@@ -407,3 +407,98 @@ fn status_is_served_from_a_snapshot() {
     assert!(metrics.contains("cuzk_proofs_completed_total"), "{metrics}");
     e.shutdown(Duration::from_secs(5));
 }
+
+/// The CPU backend posing as a device that has failed three times, twice recovered on the CPU,
+/// and held 5 MiB at most.
+#[derive(Debug, Default)]
+struct WornDevice {
+    cpu: CpuProofBackend,
+}
+
+impl ProofBackend for WornDevice {
+    fn device(&self) -> String {
+        "worn0".into()
+    }
+
+    fn prove_partition(
+        &self,
+        params: &Arc<Parameters>,
+        input: PartitionInput,
+        ctx: JobContext,
+        partition: usize,
+    ) -> Result<(Proof, PartitionTiming), BackendError> {
+        self.cpu.prove_partition(params, input, ctx, partition)
+    }
+
+    fn memory(&self) -> Option<cuzk_engine::DeviceMemory> {
+        Some(cuzk_engine::DeviceMemory {
+            total_bytes: 64 << 20,
+            peak_in_use_bytes: 5 << 20,
+            ..Default::default()
+        })
+    }
+
+    fn counters(&self) -> cuzk_engine::BackendCounters {
+        cuzk_engine::BackendCounters {
+            device_failures: 3,
+            cpu_fallbacks: 2,
+        }
+    }
+}
+
+/// The metrics are valid Prometheus text, and carry every family: stage histograms by kind and
+/// stage up to an hour, each worker's busy seconds, each device's failures, CPU fallbacks and
+/// peak memory.
+#[test]
+fn metrics_are_valid_text_with_every_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let backends: Vec<Arc<dyn ProofBackend>> = vec![
+        Arc::new(WornDevice::default()),
+        Arc::new(CpuProofBackend::new(true)),
+    ];
+    let e = Engine::start(common::config(dir.path()), backends, None).unwrap();
+    let id = e.submit(synthetic(6, 71, 1)).unwrap().job_id;
+    assert_eq!(e.await_job(&id, WAIT).unwrap().state, JobState::Completed);
+    let text = e.metrics_text();
+    let samples: std::collections::HashMap<String, f64> = cuzk_engine::parse_exposition(&text)
+        .unwrap_or_else(|why| panic!("{why}\n{text}"))
+        .into_iter()
+        .collect();
+    let get = |series: &str| {
+        *samples
+            .get(series)
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+    };
+    let h = "cuzk_stage_duration_seconds";
+    for stage in ["queue_wait", "param_load", "synthesis", "proving", "total"] {
+        let labels = format!("kind=\"synthetic\",stage=\"{stage}\"");
+        assert_eq!(get(&format!("{h}_count{{{labels}}}")), 1.0);
+        assert_eq!(get(&format!("{h}_bucket{{{labels},le=\"3600\"}}")), 1.0);
+        assert_eq!(get(&format!("{h}_bucket{{{labels},le=\"+Inf\"}}")), 1.0);
+    }
+    let busy: f64 = ["worn0\",worker=\"0", "cpu\",worker=\"1"]
+        .iter()
+        .map(|w| get(&format!("cuzk_worker_busy_seconds_total{{device=\"{w}\"}}")))
+        .sum();
+    assert!(busy > 0.0, "a job ran, yet no worker was busy:\n{text}");
+    assert_eq!(get("cuzk_device_failures_total{device=\"worn0\"}"), 3.0);
+    assert_eq!(get("cuzk_device_failures_total{device=\"cpu\"}"), 0.0);
+    assert_eq!(get("cuzk_cpu_fallbacks_total{device=\"worn0\"}"), 2.0);
+    assert_eq!(
+        get("cuzk_peak_vram_bytes{device=\"worn0\"}"),
+        (5 << 20) as f64
+    );
+    if cfg!(target_os = "linux") {
+        assert!(get("cuzk_peak_rss_bytes") > 0.0);
+    }
+    for family in [
+        "# TYPE cuzk_stage_duration_seconds histogram",
+        "# TYPE cuzk_worker_busy_seconds_total counter",
+        "# TYPE cuzk_device_failures_total counter",
+        "# TYPE cuzk_cpu_fallbacks_total counter",
+        "# TYPE cuzk_peak_vram_bytes gauge",
+    ] {
+        assert!(text.lines().any(|l| l == family), "no {family:?}");
+    }
+    e.shutdown(Duration::from_secs(5));
+}

@@ -148,6 +148,12 @@ fn a_failed_device_fails_its_job_and_the_next_job_proves() {
         error.contains("device gpu2") && error.contains("injected"),
         "{error}"
     );
+    let metrics = e.metrics_text();
+    assert!(
+        metrics.contains("cuzk_device_failures_total{device=\"gpu2\"} 1\n")
+            && metrics.contains("cuzk_cpu_fallbacks_total{device=\"gpu2\"} 0\n"),
+        "{metrics}"
+    );
     let (state, error) = run(&e, synthetic(6, 5, 1));
     assert_eq!(state, JobState::Completed, "{error}");
     e.shutdown(Duration::from_secs(10));
@@ -160,6 +166,12 @@ fn a_failed_partition_falls_back_to_the_cpu_where_configured() {
     fail_next(3, Fault::Launch);
     let (state, error) = run(&e, synthetic(6, 6, 1));
     assert_eq!(state, JobState::Completed, "{error}");
+    let metrics = e.metrics_text();
+    assert!(
+        metrics.contains("cuzk_device_failures_total{device=\"gpu3\"} 1\n")
+            && metrics.contains("cuzk_cpu_fallbacks_total{device=\"gpu3\"} 1\n"),
+        "{metrics}"
+    );
     let (state, error) = run(&e, synthetic(6, 7, 1));
     assert_eq!(state, JobState::Completed, "{error}");
     e.shutdown(Duration::from_secs(10));
@@ -200,10 +212,7 @@ fn preload_makes_parameters_resident_on_every_device_and_status_shows_their_memo
     // The metrics show each device's memory and the process's peak host memory.
     let metrics = e.metrics_text();
     for g in &gpus {
-        let peak = format!(
-            "cuzk_device_memory_bytes{{device=\"{}\",what=\"peak_in_use\"}} ",
-            g.device()
-        );
+        let peak = format!("cuzk_peak_vram_bytes{{device=\"{}\"}} ", g.device());
         assert!(metrics.contains(&peak), "{metrics}");
     }
     if cfg!(target_os = "linux") {
