@@ -1,6 +1,8 @@
 //! A tower layer in front of every gRPC service (ProvingEngine, health, reflection): the
 //! bearer token, compared in constant time, and the message-size limit, answered with
-//! RESOURCE_EXHAUSTED from the gRPC frame header before the message is read.
+//! RESOURCE_EXHAUSTED from the gRPC frame header before the message is read. It counts every
+//! request answered with an error status, its own refusals and the services'
+//! ([`crate::metrics::REFUSED`]).
 //!
 //! tonic's own decoding limit answers OUT_OF_RANGE after buffering; gRPC's convention (and
 //! Go's client) expect RESOURCE_EXHAUSTED, and a 5-byte header is enough to refuse.
@@ -57,8 +59,9 @@ pub struct Guard<S> {
     config: GuardConfig,
 }
 
-/// A trailers-only gRPC response carrying `status`.
+/// A trailers-only gRPC response carrying `status`, counted.
 fn refuse(status: Status) -> Response<BoxBody> {
+    crate::metrics::REFUSED.count(status.code());
     let mut response = Response::new(tonic::body::empty_body());
     let headers = response.headers_mut();
     headers.insert("content-type", HeaderValue::from_static("application/grpc"));
@@ -173,7 +176,105 @@ where
                 use futures_util::StreamExt;
                 http_body_util::StreamBody::new(first.chain(rest)).boxed_unsync()
             };
-            inner.call(Request::from_parts(parts, body)).await
+            let response = inner.call(Request::from_parts(parts, body)).await?;
+            // A unary call's error is a trailers-only response: its status is in the headers.
+            // (A stream's error in its trailers, the health service's `Watch`, is not counted.)
+            if let Some(code) = response
+                .headers()
+                .get("grpc-status")
+                .and_then(|v| v.to_str().ok()?.parse::<i32>().ok())
+            {
+                crate::metrics::REFUSED.count(Code::from_i32(code));
+            }
+            Ok(response)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::OnceLock;
+
+    use super::*;
+    use crate::metrics::REFUSED;
+    use crate::proto::{self, proving_engine_server::ProvingEngineServer};
+    use crate::service::Service;
+
+    /// The guard counts what it refuses and what the service behind it refuses, once each, and
+    /// the daemon's metrics carry the counts, with the build and the process's start. The only
+    /// test of this crate whose requests pass through the guard, so it may count the process's
+    /// refusals exactly.
+    #[test]
+    fn refused_requests_are_counted_by_code() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let cell = Arc::new(OnceLock::new());
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap().to_string();
+            let guard = GuardLayer::new(GuardConfig {
+                token: Some(Arc::from("a-token")),
+                max_message_size: 1024,
+            });
+            let server = tonic::transport::Server::builder()
+                .layer(guard)
+                .add_service(ProvingEngineServer::new(Service::new(Arc::clone(&cell))))
+                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener));
+            tokio::spawn(server);
+            let codes = [
+                (Code::Unauthenticated, "UNAUTHENTICATED"),
+                (Code::Unavailable, "UNAVAILABLE"),
+                (Code::ResourceExhausted, "RESOURCE_EXHAUSTED"),
+            ];
+            let before = codes.map(|(c, _)| REFUSED.get(c));
+
+            let mut stranger = crate::client::connect(&addr, None).await.unwrap();
+            let r = stranger.get_status(proto::GetStatusRequest {}).await;
+            assert_eq!(r.unwrap_err().code(), Code::Unauthenticated);
+            let mut c = crate::client::connect(&addr, Some("a-token"))
+                .await
+                .unwrap();
+            // No engine yet: the service answers UNAVAILABLE.
+            let r = c.get_status(proto::GetStatusRequest {}).await;
+            assert_eq!(r.unwrap_err().code(), Code::Unavailable);
+            let big = proto::SubmitProofRequest {
+                vanilla_proof: vec![7; 4096],
+                ..Default::default()
+            };
+            let r = c.submit_proof(big).await;
+            assert_eq!(r.unwrap_err().code(), Code::ResourceExhausted);
+
+            // The daemon's families, as `/metrics` and `GetMetrics` write them after the
+            // engine's (whose own are checked in cuzk-engine).
+            let mut text = String::new();
+            crate::metrics::write(&mut text);
+            let samples =
+                cuzk_engine::parse_exposition(&text).unwrap_or_else(|why| panic!("{why}\n{text}"));
+            let get = |series: &str| {
+                samples
+                    .iter()
+                    .find(|(s, _)| s == series)
+                    .map(|(_, v)| *v)
+                    .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+            };
+            for ((code, name), before) in codes.into_iter().zip(before) {
+                assert_eq!(REFUSED.get(code), before + 1, "{code:?} counted once");
+                let series = format!("cuzk_requests_refused_total{{code=\"{name}\"}}");
+                assert_eq!(get(&series), (before + 1) as f64);
+            }
+            let version = env!("CARGO_PKG_VERSION");
+            assert!(
+                samples.iter().any(|(s, v)| {
+                    s.starts_with(&format!("cuzk_build_info{{version=\"{version}\"")) && *v == 1.0
+                }),
+                "{text}"
+            );
+            if cfg!(target_os = "linux") {
+                assert!(get("process_start_time_seconds") > 1.5e9);
+            }
+        });
     }
 }

@@ -1,6 +1,6 @@
-//! The HTTP status listener: `/metrics` (Prometheus text), `/status` (JSON) and `/`, a page
-//! that refreshes itself with the queue, the parameters by tier, the workers and the
-//! waterfall of the recent proofs.
+//! The HTTP status listener: `/metrics` (Prometheus text: the engine's families and the
+//! daemon's, [`crate::metrics`]), `/status` (JSON) and `/`, a page that refreshes itself with
+//! the queue, the parameters by tier, the workers and the waterfall of the recent proofs.
 
 use std::fmt::Write;
 use std::sync::{Arc, OnceLock};
@@ -34,7 +34,7 @@ async fn metrics(State(engine): State<Shared>) -> Response {
                 header::CONTENT_TYPE,
                 "text/plain; version=0.0.4; charset=utf-8",
             )],
-            e.metrics_text(),
+            crate::metrics::text(e),
         )
             .into_response(),
         None => starting(),

@@ -10,6 +10,8 @@
 //! - [`security`]: TLS, and the refusals that keep the token and the status page off the
 //!   network.
 //! - [`http`]: `/metrics`, `/status`, `/`.
+//! - [`metrics`]: the daemon's metrics after the engine's: refused requests, build info,
+//!   process start time.
 //! - [`notify`]: systemd's `READY=1` and `STOPPING=1`.
 //! - [`workers`]: the engine's workers from `[gpus]`: CPU, or GPU workers per device (feature
 //!   `cuda`).
@@ -31,6 +33,7 @@ pub mod client;
 pub mod config;
 pub mod guard;
 pub mod http;
+pub mod metrics;
 pub mod notify;
 pub mod requests;
 pub mod security;

@@ -246,7 +246,7 @@ impl ProvingEngine for Service {
     ) -> Result<Response<proto::GetMetricsResponse>, Status> {
         let engine = self.engine()?;
         Ok(Response::new(proto::GetMetricsResponse {
-            prometheus_text: engine.metrics_text(),
+            prometheus_text: crate::metrics::text(&engine),
         }))
     }
 
