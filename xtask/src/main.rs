@@ -12,6 +12,8 @@
 //! - `bench interlock`: the interlock simulator's sweep, into `docs/interlock.md` and its plots;
 //! - `bench daemon [--runs 20] [--log-size 10]`: the proving daemon's overhead over a library
 //!   call, parameter load cold and hot, and batch throughput, into `docs/benchmarks.md`;
+//!   `--soak [--jobs 1000] [--clients 32] [--restarts 6] [--seed 1]`: the soak test, restarts at
+//!   random points, jobs lost, duplicated and wrong (the command fails unless all are 0);
 //! - `bench filecoin [--sizes 2KiB] [--runs 3]`: PoRep C2 by filecoin-proofs' own
 //!   `seal_commit_phase2` and by `cuzk prove porep`, each in its own process, into
 //!   `docs/benchmarks.md`;
@@ -102,7 +104,8 @@ enum Bench {
     /// `--replay FILE.json`, a recorded GPU run beside the simulator's prediction for it.
     Interlock(bench_interlock::InterlockArgs),
     /// The proving daemon: overhead over a library call, parameter load cold and hot, batch
-    /// throughput, into docs/benchmarks.md.
+    /// throughput; with `--soak`, jobs lost, duplicated and wrong under restarts; into
+    /// docs/benchmarks.md.
     Daemon(bench_daemon::DaemonArgs),
     /// PoRep C2 by filecoin-proofs' own seal_commit_phase2 and by `cuzk prove porep`, each in
     /// its own process, with peak memory, into docs/benchmarks.md.

@@ -202,26 +202,24 @@ fn main() {
     let overhead = t.as_secs_f64() - d.as_secs_f64();
     println!("| measurement | value |\n|---|---|");
     println!(
-        "| synthetic 2^{log} proof, library call (median of {}) | {:.2} ms |",
+        "| synthetic 2^{log} proof, medians of {}: library call / daemon `Prove` | {:.2} ms / {:.2} ms |",
         a.runs,
-        ms(d)
-    );
-    println!(
-        "| the same through the daemon, `Prove` over the unix socket (median of {}) | {:.2} ms |",
-        a.runs,
+        ms(d),
         ms(t)
     );
     println!(
-        "| daemon overhead (difference of the medians) | {:.2} ms ({:.1}%; goal: at most 5 ms or 5%) |",
+        "| daemon overhead (goal: at most 5 ms or 5%) | {:.2} ms ({:.1}%) |",
         overhead * 1e3,
         100.0 * overhead / d.as_secs_f64()
     );
-    println!("| parameter load `synthetic-{log}`, cold (file to hot) / hot | {cold_ms} ms / {hot_ms} ms |");
-    if let Some((cold, hot)) = porep {
-        println!("| parameter load `porep-2k`, cold (file in page cache to hot) / hot | {cold} ms / {hot} ms |");
-    }
+    let porep = porep
+        .map(|(cold, hot)| format!("; `porep-2k` {cold} / {hot} ms"))
+        .unwrap_or_default();
+    println!("| parameter load, cold / hot | `synthetic-{log}` {cold_ms} / {hot_ms} ms{porep} |");
     let text = String::from_utf8_lossy(&batch.stdout);
-    for line in text.lines() {
-        println!("| `cuzk client batch --count 20 --concurrency 4` (synthetic 2^{log}) | {line} |");
-    }
+    let lines: Vec<&str> = text.lines().collect();
+    println!(
+        "| `cuzk client batch --count 20 --concurrency 4`, synthetic 2^{log} | {} |",
+        lines.join("; ")
+    );
 }
