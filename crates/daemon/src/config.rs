@@ -71,6 +71,9 @@ pub struct DaemonSection {
     /// Requests whose inputs are at least this large keep them in a spool file; smaller ones
     /// in the journal row, e.g. `"64KiB"`.
     pub spool_threshold: Option<String>,
+    /// The spool files' total size beyond which a submission that needs one is refused
+    /// (RESOURCE_EXHAUSTED), e.g. `"16GiB"`.
+    pub max_spool_bytes: Option<String>,
 }
 
 /// `[memory]`.
@@ -151,6 +154,9 @@ pub struct SchedulerSection {
     pub result_retention_hours: Option<u64>,
     /// Starts of a job (each cut short by a crash) after which it fails.
     pub max_attempts: Option<u32>,
+    /// Pending jobs (queued, not yet running) beyond which a submission is refused
+    /// (RESOURCE_EXHAUSTED).
+    pub max_pending_jobs: Option<u32>,
 }
 
 /// `[srs]`.
@@ -314,6 +320,8 @@ pub struct Resolved {
     pub shutdown_grace: Duration,
     /// Inputs at least this large go to spool files.
     pub spool_threshold: usize,
+    /// The spool files' total size limit in bytes.
+    pub max_spool_bytes: u64,
     /// The hot-tier budget in bytes.
     pub memory_budget: u64,
     /// CPU workers (when no GPU is used).
@@ -326,6 +334,8 @@ pub struct Resolved {
     pub retention: Duration,
     /// Starts before a job fails.
     pub max_attempts: u32,
+    /// Pending jobs beyond which submissions are refused.
+    pub max_pending_jobs: usize,
     /// filecoin-proofs' parameter folder.
     pub param_cache: PathBuf,
     /// Generate test-size parameters.
@@ -499,6 +509,12 @@ impl Config {
                 "[scheduler] max_attempts must be at least 1".into(),
             ));
         }
+        let max_pending_jobs = self.scheduler.max_pending_jobs.unwrap_or(1000);
+        if max_pending_jobs == 0 {
+            return Err(DaemonError::Config(
+                "[scheduler] max_pending_jobs must be at least 1".into(),
+            ));
+        }
         Ok(Resolved {
             listen,
             status_listen,
@@ -515,6 +531,7 @@ impl Config {
                 d.spool_threshold.as_deref().unwrap_or("64KiB"),
             )?)
             .unwrap_or(usize::MAX),
+            max_spool_bytes: parse_size(d.max_spool_bytes.as_deref().unwrap_or("16GiB"))?,
             memory_budget,
             cpu_workers,
             gpus,
@@ -523,6 +540,7 @@ impl Config {
                 3600 * self.scheduler.result_retention_hours.unwrap_or(24),
             ),
             max_attempts,
+            max_pending_jobs: max_pending_jobs as usize,
             param_cache,
             generate_test_params: self.srs.generate_test_params.unwrap_or(false),
             preload: self.srs.preload.clone(),
@@ -599,6 +617,8 @@ mod tests {
         assert_eq!(r.max_message_size, 128 << 20);
         assert_eq!(r.cpu_workers, 1);
         assert!(r.status_listen.is_none());
+        assert_eq!(r.max_pending_jobs, 1000);
+        assert_eq!(r.max_spool_bytes, 16 << 30);
     }
 
     #[test]

@@ -248,6 +248,8 @@ pub async fn run(
         max_attempts: config.max_attempts,
         spool_threshold: config.spool_threshold,
         pce_dir: config.pce_dir.clone(),
+        max_pending_jobs: config.max_pending_jobs,
+        max_spool_bytes: config.max_spool_bytes,
     };
     let backends = crate::workers::backends(&config)?;
     let preload = config.preload.clone();

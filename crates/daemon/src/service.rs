@@ -47,8 +47,8 @@ impl Service {
 }
 
 /// The gRPC status of an engine error: the caller's mistakes INVALID_ARGUMENT or NOT_FOUND, a
-/// device or the engine going away UNAVAILABLE, damaged stored inputs DATA_LOSS, the journal's
-/// and the engine's own failures INTERNAL.
+/// device or the engine going away UNAVAILABLE, a full queue, spool or disk RESOURCE_EXHAUSTED,
+/// damaged stored inputs DATA_LOSS, the journal's and the engine's own failures INTERNAL.
 pub fn status_of(e: EngineError) -> Status {
     Status::new(code_of(&e), cuzk_engine::error_chain(&e))
 }
@@ -60,6 +60,7 @@ pub fn code_of(e: &EngineError) -> tonic::Code {
         EngineError::UnknownJob(_) => Code::NotFound,
         EngineError::ShuttingDown | EngineError::Device { .. } => Code::Unavailable,
         EngineError::InUse(_) | EngineError::MissingParameters { .. } => Code::FailedPrecondition,
+        EngineError::Exhausted(_) => Code::ResourceExhausted,
         EngineError::DamagedSpool { .. } => Code::DataLoss,
         EngineError::Journal(_)
         | EngineError::JournalCorrupt(_)
@@ -308,6 +309,7 @@ mod tests {
             (EngineError::Internal("x".into()), Code::Internal),
             (EngineError::Panic("x".into()), Code::Internal),
             (EngineError::InUse("x".into()), Code::FailedPrecondition),
+            (EngineError::Exhausted("x".into()), Code::ResourceExhausted),
         ];
         for (e, code) in cases {
             assert_eq!(code_of(&e), code, "{e}");
@@ -332,6 +334,8 @@ mod tests {
             max_attempts: 3,
             spool_threshold: 64 << 10,
             pce_dir: None,
+            max_pending_jobs: 1000,
+            max_spool_bytes: u64::MAX,
         };
         // No workers: every job stays pending, so every waiter waits until the stop.
         let engine = Arc::new(Engine::start(config, Vec::new(), None).unwrap());

@@ -48,6 +48,12 @@ pub struct EngineConfig {
     pub spool_threshold: usize,
     /// Where pre-compiled circuits (cuzk-pce) are recorded and read; None: full synthesis.
     pub pce_dir: Option<PathBuf>,
+    /// Pending jobs (queued, not running) beyond which a submission is refused
+    /// ([`EngineError::Exhausted`]); the daemon's `[scheduler] max_pending_jobs`.
+    pub max_pending_jobs: usize,
+    /// Bytes of spool files beyond which a submission that needs one is refused
+    /// ([`EngineError::Exhausted`]); the daemon's `[daemon] max_spool_bytes`.
+    pub max_spool_bytes: u64,
 }
 
 #[derive(Debug)]
@@ -125,6 +131,9 @@ pub(crate) struct State {
     pub(crate) metrics: Metrics,
     pub(crate) last_purge: Option<Instant>,
     pub(crate) jobs_since_trace_clear: u32,
+    /// Submissions admitted and still writing their inputs: counted with the queue against
+    /// `max_pending_jobs`, so concurrent ones cannot pass it together.
+    pub(crate) accepting: usize,
 }
 
 #[derive(Debug)]
@@ -341,6 +350,10 @@ impl Engine {
         let circuit_id = validate(&request)?.map(|c| c.id());
         let job_id = new_job_id();
         let request_id = request.request_id.clone();
+        // The bytes of its spool file (None: its inputs go in the journal row).
+        let spooled = (request.payload_bytes() >= shared.config.spool_threshold).then(|| {
+            crate::spool::encoded_len(&request.vanilla_proof, &request.vanilla_proofs) as u64
+        });
         {
             let mut state = shared.state();
             loop {
@@ -348,6 +361,7 @@ impl Engine {
                     return Err(EngineError::ShuttingDown);
                 }
                 if request_id.is_empty() {
+                    admit(shared, &mut state, spooled)?;
                     break;
                 }
                 match state.by_request.get(&request_id) {
@@ -363,14 +377,16 @@ impl Engine {
                             .0;
                     }
                     None => {
+                        admit(shared, &mut state, spooled)?;
                         state.by_request.insert(request_id.clone(), job_id.clone());
                         break;
                     }
                 }
             }
         }
-        let accepted = self.accept(&job_id, request, circuit_id);
+        let accepted = self.accept(&job_id, request, circuit_id, spooled);
         let mut state = shared.state();
+        state.accepting -= 1;
         let out = match accepted {
             Ok(Accepted::New(seq, priority)) => {
                 let circuit = state.jobs.get(&job_id).and_then(|j| j.circuit_id.clone());
@@ -403,26 +419,34 @@ impl Engine {
         out
     }
 
-    /// Writes job `job_id`'s inputs and journal row (no engine lock held while they sync) and
-    /// puts it in memory; the caller queues it.
+    /// Writes job `job_id`'s inputs (to a spool file of `spooled` bytes, reserved by
+    /// [`admit`], or inline) and journal row (no engine lock held while they sync) and puts it
+    /// in memory; the caller queues it. On failure nothing of it is left on disk.
     fn accept(
         &self,
         job_id: &str,
         request: JobRequest,
         circuit_id: Option<String>,
+        spooled: Option<u64>,
     ) -> Result<Accepted, EngineError> {
         let shared = &self.shared;
-        let inline = request.payload_bytes() < shared.config.spool_threshold;
-        let payload = if inline {
-            Some(crate::spool::encode_parts(
+        let payload = match spooled {
+            None => Some(crate::spool::encode_parts(
                 &request.vanilla_proof,
                 &request.vanilla_proofs,
-            ))
-        } else {
-            shared
-                .spool
-                .write_parts(job_id, &request.vanilla_proof, &request.vanilla_proofs)?;
-            None
+            )),
+            Some(bytes) => {
+                let written = shared.spool.write_parts(
+                    job_id,
+                    &request.vanilla_proof,
+                    &request.vanilla_proofs,
+                );
+                if let Err(e) = written {
+                    shared.spool.release(bytes);
+                    return Err(e);
+                }
+                None
+            }
         };
         let submitted_ms = now_ms();
         // The inputs are on disk: from here the request is kept without them.
@@ -634,6 +658,31 @@ enum Accepted {
     New(u64, crate::job::Priority),
     /// The request id was journaled already, by this job.
     Journaled(String),
+}
+
+/// Admits a new submission of `spooled` spool bytes under the limits, or refuses it: counts
+/// it among those accepting and reserves its spool bytes.
+fn admit(shared: &Shared, state: &mut State, spooled: Option<u64>) -> Result<(), EngineError> {
+    let config = &shared.config;
+    let pending = state.queue.len() + state.accepting;
+    if pending >= config.max_pending_jobs {
+        return Err(EngineError::Exhausted(format!(
+            "{pending} jobs are pending, the limit ([scheduler] max_pending_jobs = {})",
+            config.max_pending_jobs
+        )));
+    }
+    if let Some(bytes) = spooled {
+        if !shared.spool.reserve(bytes, config.max_spool_bytes) {
+            return Err(EngineError::Exhausted(format!(
+                "the spool holds {} bytes, and {bytes} more would pass its limit ([daemon] \
+                 max_spool_bytes = {})",
+                shared.spool.bytes(),
+                config.max_spool_bytes
+            )));
+        }
+    }
+    state.accepting += 1;
+    Ok(())
 }
 
 /// What `submit` answers for an existing job `id`.

@@ -97,6 +97,17 @@ fn sql_err(e: rusqlite::Error) -> EngineError {
     EngineError::Journal(e)
 }
 
+/// [`sql_err`], but a full disk (SQLITE_FULL) is [`EngineError::Exhausted`]: where a new job
+/// is refused for want of room, not for a broken journal.
+fn insert_err(e: rusqlite::Error) -> EngineError {
+    match &e {
+        rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::DiskFull => {
+            EngineError::Exhausted(format!("the journal's disk is full: {e}"))
+        }
+        _ => sql_err(e),
+    }
+}
+
 fn ms(d: Duration) -> i64 {
     d.as_millis() as i64
 }
@@ -167,7 +178,7 @@ impl Journal {
                     payload,
                 ],
             )
-            .map_err(sql_err)?;
+            .map_err(insert_err)?;
         Ok(self.conn.last_insert_rowid() as u64)
     }
 
@@ -415,6 +426,31 @@ mod tests {
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(j.purge(Duration::ZERO).unwrap(), 1);
         assert_eq!(j.load().unwrap().len(), 1);
+    }
+
+    /// A journal that cannot grow (SQLITE_FULL, here from a page limit rather than a full
+    /// disk) refuses the new row as Exhausted and keeps the rows it had.
+    #[test]
+    fn a_full_journal_refuses_rows_as_exhausted() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(&dir.path().join("journal.sqlite")).unwrap();
+        j.insert("a", &JobRequest::synthetic(8, 1), Some(b"abc"), 1)
+            .unwrap();
+        let pages: u64 = j
+            .conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .unwrap();
+        j.conn
+            .execute_batch(&format!("PRAGMA max_page_count = {pages}"))
+            .unwrap();
+        let big = vec![7u8; 1 << 20];
+        match j.insert("b", &JobRequest::synthetic(8, 2), Some(&big), 2) {
+            Err(EngineError::Exhausted(what)) => assert!(what.contains("full"), "{what}"),
+            other => panic!("a full journal answered {:?}", other.map(|_| ())),
+        }
+        let rows = j.load().unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].job_id, "a");
     }
 
     #[test]

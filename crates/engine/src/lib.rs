@@ -91,6 +91,11 @@ pub enum EngineError {
     /// The engine is shutting down and accepts nothing new.
     #[error("the engine is shutting down")]
     ShuttingDown,
+    /// The request was refused for want of room: the queue or the spool is at its configured
+    /// limit, or the disk is full. Nothing already accepted is affected; the caller may retry
+    /// later.
+    #[error("resource exhausted: {0}")]
+    Exhausted(String),
     /// The job was cancelled.
     #[error("cancelled")]
     Cancelled,

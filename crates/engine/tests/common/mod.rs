@@ -7,7 +7,7 @@ use std::time::Duration;
 use cuzk_engine::{EngineConfig, JobRequest, ParamConfig};
 
 /// An engine's configuration under `dir`: parameters never generated, strict FIFO, inputs over
-/// 64 KiB spooled to files.
+/// 64 KiB spooled to files, queue and spool unbounded in practice.
 pub fn config(dir: &Path) -> EngineConfig {
     EngineConfig {
         data_dir: dir.join("data"),
@@ -22,6 +22,8 @@ pub fn config(dir: &Path) -> EngineConfig {
         max_attempts: 3,
         spool_threshold: 64 << 10,
         pce_dir: None,
+        max_pending_jobs: 1000,
+        max_spool_bytes: u64::MAX,
     }
 }
 
