@@ -591,7 +591,7 @@ mod soak {
         std::fs::write(
             dir.join("cuzk.toml"),
             format!(
-                "[daemon]\ndata_dir = \"{data}\"\nshutdown_grace_secs = 2\n\
+                "[daemon]\ndata_dir = \"{data}\"\nshutdown_grace_secs = 2\nallow_synthetic = true\n\
                  [gpus]\ncpu_workers = 2\n\
                  [scheduler]\nmax_attempts = {attempts}\n\
                  [srs]\nparam_cache = \"{params}\"\ngenerate_test_params = true\n\

@@ -129,7 +129,7 @@ enum ClientCommand {
 #[derive(clap::Args, Debug, Clone)]
 struct JobArgs {
     /// synthetic, porep, winning, window or snap (the Filecoin kinds default to the built-in
-    /// 2 KiB jobs).
+    /// 2 KiB jobs; synthetic needs a daemon with `[daemon] allow_synthetic = true`).
     #[arg(long, default_value = "synthetic")]
     kind: String,
     /// Synthetic: log2 of the circuit size.

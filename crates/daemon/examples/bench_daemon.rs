@@ -67,7 +67,7 @@ fn main() {
     let manager = ParamManager::new(ParamConfig {
         filecoin_dir: tmp.path().join("unused"),
         synthetic_dir: tmp.path().join("direct-params"),
-        generate_test_params: false,
+        generate_test_params: true,
         budget_bytes: u64::MAX,
     });
     let (_lease, _) = manager.acquire(Circuit::Synthetic(log)).expect("params");
@@ -101,7 +101,7 @@ fn main() {
     std::fs::write(
         tmp.path().join("cuzk.toml"),
         format!(
-            "[daemon]\ndata_dir = \"{}\"\n[srs]\nparam_cache = \"{}\"\ngenerate_test_params = true\n[logging]\nlevel = \"warn\"\n",
+            "[daemon]\ndata_dir = \"{}\"\nallow_synthetic = true\n[srs]\nparam_cache = \"{}\"\ngenerate_test_params = true\n[logging]\nlevel = \"warn\"\n",
             data_dir.display(),
             params.display()
         ),

@@ -74,6 +74,9 @@ pub struct DaemonSection {
     /// The spool files' total size beyond which a submission that needs one is refused
     /// (RESOURCE_EXHAUSTED), e.g. `"16GiB"`.
     pub max_spool_bytes: Option<String>,
+    /// Accept the built-in synthetic kind (tests and benchmarks; its parameters are generated
+    /// only with `[srs] generate_test_params`).
+    pub allow_synthetic: Option<bool>,
 }
 
 /// `[memory]`.
@@ -322,6 +325,8 @@ pub struct Resolved {
     pub spool_threshold: usize,
     /// The spool files' total size limit in bytes.
     pub max_spool_bytes: u64,
+    /// Whether synthetic jobs and circuits are accepted.
+    pub allow_synthetic: bool,
     /// The hot-tier budget in bytes.
     pub memory_budget: u64,
     /// CPU workers (when no GPU is used).
@@ -515,6 +520,20 @@ impl Config {
                 "[scheduler] max_pending_jobs must be at least 1".into(),
             ));
         }
+        let allow_synthetic = d.allow_synthetic.unwrap_or(false);
+        if let Some(id) = self
+            .srs
+            .preload
+            .iter()
+            .find(|id| id.starts_with("synthetic-"))
+        {
+            if !allow_synthetic {
+                return Err(DaemonError::Config(format!(
+                    "[srs] preload lists {id:?}, a synthetic circuit: set [daemon] \
+                     allow_synthetic = true, or remove it"
+                )));
+            }
+        }
         Ok(Resolved {
             listen,
             status_listen,
@@ -532,6 +551,7 @@ impl Config {
             )?)
             .unwrap_or(usize::MAX),
             max_spool_bytes: parse_size(d.max_spool_bytes.as_deref().unwrap_or("16GiB"))?,
+            allow_synthetic,
             memory_budget,
             cpu_workers,
             gpus,
@@ -619,6 +639,22 @@ mod tests {
         assert!(r.status_listen.is_none());
         assert_eq!(r.max_pending_jobs, 1000);
         assert_eq!(r.max_spool_bytes, 16 << 30);
+        assert!(!r.allow_synthetic && !r.generate_test_params);
+    }
+
+    /// A synthetic preload needs `allow_synthetic`, and the error names the key.
+    #[test]
+    fn synthetic_preloads_need_allow_synthetic() {
+        let text =
+            "[daemon]\ndata_dir = \"/tmp/x\"\n{daemon}\n[srs]\npreload = [\"synthetic-10\"]\n";
+        let err = Config::parse(&text.replace("{daemon}", ""))
+            .unwrap()
+            .resolve()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("allow_synthetic"), "{err}");
+        let c = Config::parse(&text.replace("{daemon}", "allow_synthetic = true")).unwrap();
+        assert!(c.resolve().unwrap().allow_synthetic);
     }
 
     #[test]

@@ -250,6 +250,7 @@ pub async fn run(
         pce_dir: config.pce_dir.clone(),
         max_pending_jobs: config.max_pending_jobs,
         max_spool_bytes: config.max_spool_bytes,
+        allow_synthetic: config.allow_synthetic,
     };
     let backends = crate::workers::backends(&config)?;
     let preload = config.preload.clone();
@@ -273,7 +274,7 @@ pub async fn run(
             let preloaded = preload
                 .iter()
                 .try_for_each(|id| -> Result<(), DaemonError> {
-                    let (_, load) = engine.params().preload(id)?;
+                    let (_, load) = engine.preload(id)?;
                     tracing::info!(circuit = %id, ms = load.as_millis() as u64, "preloaded");
                     Ok(())
                 });

@@ -48,7 +48,8 @@ impl Service {
 
 /// The gRPC status of an engine error: the caller's mistakes INVALID_ARGUMENT or NOT_FOUND, a
 /// device or the engine going away UNAVAILABLE, a full queue, spool or disk RESOURCE_EXHAUSTED,
-/// damaged stored inputs DATA_LOSS, the journal's and the engine's own failures INTERNAL.
+/// what the configuration does not allow FAILED_PRECONDITION, damaged stored inputs DATA_LOSS,
+/// the journal's and the engine's own failures INTERNAL.
 pub fn status_of(e: EngineError) -> Status {
     Status::new(code_of(&e), cuzk_engine::error_chain(&e))
 }
@@ -59,7 +60,9 @@ pub fn code_of(e: &EngineError) -> tonic::Code {
     match e {
         EngineError::UnknownJob(_) => Code::NotFound,
         EngineError::ShuttingDown | EngineError::Device { .. } => Code::Unavailable,
-        EngineError::InUse(_) | EngineError::MissingParameters { .. } => Code::FailedPrecondition,
+        EngineError::InUse(_)
+        | EngineError::MissingParameters { .. }
+        | EngineError::SyntheticDisabled => Code::FailedPrecondition,
         EngineError::Exhausted(_) => Code::ResourceExhausted,
         EngineError::DamagedSpool { .. } => Code::DataLoss,
         EngineError::Journal(_)
@@ -256,7 +259,7 @@ impl ProvingEngine for Service {
         request: Request<proto::PreloadSrsRequest>,
     ) -> Result<Response<proto::PreloadSrsResponse>, Status> {
         let id = request.into_inner().circuit_id;
-        let (already_loaded, load) = self.blocking(move |e| e.params().preload(&id)).await?;
+        let (already_loaded, load) = self.blocking(move |e| e.preload(&id)).await?;
         Ok(Response::new(proto::PreloadSrsResponse {
             already_loaded,
             load_time_ms: load.as_millis() as u64,
@@ -309,6 +312,7 @@ mod tests {
             (EngineError::Internal("x".into()), Code::Internal),
             (EngineError::Panic("x".into()), Code::Internal),
             (EngineError::InUse("x".into()), Code::FailedPrecondition),
+            (EngineError::SyntheticDisabled, Code::FailedPrecondition),
             (EngineError::Exhausted("x".into()), Code::ResourceExhausted),
         ];
         for (e, code) in cases {
@@ -336,6 +340,7 @@ mod tests {
             pce_dir: None,
             max_pending_jobs: 1000,
             max_spool_bytes: u64::MAX,
+            allow_synthetic: true,
         };
         // No workers: every job stays pending, so every waiter waits until the stop.
         let engine = Arc::new(Engine::start(config, Vec::new(), None).unwrap());

@@ -54,6 +54,10 @@ pub struct EngineConfig {
     /// Bytes of spool files beyond which a submission that needs one is refused
     /// ([`EngineError::Exhausted`]); the daemon's `[daemon] max_spool_bytes`.
     pub max_spool_bytes: u64,
+    /// Whether synthetic jobs and circuits are accepted (a test and benchmark kind whose
+    /// parameters a client could otherwise make the engine generate); the daemon's
+    /// `[daemon] allow_synthetic`.
+    pub allow_synthetic: bool,
 }
 
 #[derive(Debug)]
@@ -337,6 +341,19 @@ impl Engine {
         &self.shared.params
     }
 
+    /// Loads circuit `circuit_id`'s parameters into the hot tier ([`ParamManager::preload`]):
+    /// whether they were hot already, and the load's time. A synthetic circuit is refused
+    /// unless the engine allows them.
+    pub fn preload(&self, circuit_id: &str) -> Result<(bool, Duration), EngineError> {
+        let circuit = crate::params::Circuit::parse(circuit_id)?;
+        if matches!(circuit, crate::params::Circuit::Synthetic(_))
+            && !self.shared.config.allow_synthetic
+        {
+            return Err(EngineError::SyntheticDisabled);
+        }
+        self.shared.params.preload(circuit_id)
+    }
+
     /// Accepts a job: checks it, writes its inputs (to a spool file, synced, when large) and
     /// its journal row (synced), queues it. A request id seen before returns that job instead.
     ///
@@ -346,6 +363,9 @@ impl Engine {
     /// from the request as it came, never copied.
     pub fn submit(&self, request: JobRequest) -> Result<Submitted, EngineError> {
         let shared = &self.shared;
+        if request.kind == ProofKind::Synthetic && !shared.config.allow_synthetic {
+            return Err(EngineError::SyntheticDisabled);
+        }
         // Before anything is written: bad input is refused now, not when the job runs.
         let circuit_id = validate(&request)?.map(|c| c.id());
         let job_id = new_job_id();

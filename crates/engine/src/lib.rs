@@ -75,7 +75,7 @@ pub enum EngineError {
     #[error("parameters {0} are in use by a running job")]
     InUse(String),
     /// The parameter files are missing and may not be generated here.
-    #[error("parameter file {path} is missing (download it, or enable generate_test_params for test sector sizes)")]
+    #[error("parameter file {path} is missing (download it, or set [srs] generate_test_params = true for test sector sizes and synthetic circuits)")]
     MissingParameters {
         /// The missing file.
         path: PathBuf,
@@ -96,6 +96,12 @@ pub enum EngineError {
     /// later.
     #[error("resource exhausted: {0}")]
     Exhausted(String),
+    /// A synthetic job or circuit, and the engine was not configured to allow them.
+    #[error(
+        "the synthetic kind is disabled: set [daemon] allow_synthetic = true to enable it (and \
+         [srs] generate_test_params = true to generate its parameters)"
+    )]
+    SyntheticDisabled,
     /// The job was cancelled.
     #[error("cancelled")]
     Cancelled,

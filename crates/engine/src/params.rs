@@ -226,7 +226,9 @@ pub struct ParamConfig {
     pub filecoin_dir: PathBuf,
     /// Where synthetic circuits' parameters are made and kept.
     pub synthetic_dir: PathBuf,
-    /// Generate missing parameters of test sector sizes (2 KiB, 8 MiB) with cuzk's setup.
+    /// Generate missing parameters of test sector sizes (2 KiB, 8 MiB) and of synthetic
+    /// circuits with cuzk's setup; otherwise a missing file is
+    /// [`EngineError::MissingParameters`].
     pub generate_test_params: bool,
     /// Hot-tier budget in bytes.
     pub budget_bytes: u64,
@@ -443,9 +445,10 @@ impl ParamManager {
         if let Some(mapped) = self.inner.slots().get(id).and_then(|s| s.mapped.clone()) {
             return Ok(mapped);
         }
-        let synthetic = matches!(circuit, Circuit::Synthetic(_));
+        // Synthetic circuits too: no client may start hours of setup unless the operator
+        // asked for generation.
         if !files.params.is_file() || !files.vk.is_file() {
-            if synthetic || self.inner.config.generate_test_params {
+            if self.inner.config.generate_test_params {
                 tracing::info!(circuit = %id, path = %files.params.display(), "generating test parameters");
                 circuit.generate(&self.inner.config.filecoin_dir, files)?;
             } else {
@@ -598,11 +601,11 @@ impl ParamManager {
 mod tests {
     use super::*;
 
-    fn manager(dir: &Path, budget_bytes: u64) -> ParamManager {
+    fn manager(dir: &Path, budget_bytes: u64, generate_test_params: bool) -> ParamManager {
         ParamManager::new(ParamConfig {
             filecoin_dir: dir.join("filecoin"),
             synthetic_dir: dir.join("synthetic"),
-            generate_test_params: false,
+            generate_test_params,
             budget_bytes,
         })
     }
@@ -636,7 +639,7 @@ mod tests {
     fn second_lease_is_free_and_lru_never_evicts_in_use() {
         let dir = tempfile::tempdir().unwrap();
         // A budget that holds one synthetic-6 circuit but not two.
-        let m = manager(dir.path(), 1);
+        let m = manager(dir.path(), 1, true);
         let (a, load) = m.acquire(Circuit::Synthetic(6)).unwrap();
         assert!(load > Duration::ZERO);
         let (a2, load) = m.acquire(Circuit::Synthetic(6)).unwrap();
@@ -670,14 +673,26 @@ mod tests {
         assert!(m.preload("synthetic-5").unwrap().0);
     }
 
+    /// Without `generate_test_params` a missing file is an error naming it, for a synthetic
+    /// circuit as for a test sector size: nothing is generated.
     #[test]
-    fn missing_filecoin_parameters_are_named() {
+    fn missing_parameters_are_named_not_generated() {
         let dir = tempfile::tempdir().unwrap();
-        let m = manager(dir.path(), u64::MAX);
-        let err = m.acquire(Circuit::Porep(2048)).unwrap_err();
-        assert!(
-            matches!(err, EngineError::MissingParameters { .. }),
-            "{err}"
-        );
+        let m = manager(dir.path(), u64::MAX, false);
+        for circuit in [Circuit::Porep(2048), Circuit::Synthetic(4)] {
+            let err = m.acquire(circuit).unwrap_err();
+            assert!(
+                matches!(err, EngineError::MissingParameters { .. }),
+                "{err}"
+            );
+            assert!(err.to_string().contains("generate_test_params"), "{err}");
+            let err = m.preload(&circuit.id()).unwrap_err();
+            assert!(
+                matches!(err, EngineError::MissingParameters { .. }),
+                "{err}"
+            );
+        }
+        let made = std::fs::read_dir(dir.path()).map_or(0, |d| d.count());
+        assert_eq!(made, 0, "nothing was generated");
     }
 }

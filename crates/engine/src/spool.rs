@@ -376,6 +376,7 @@ mod tests {
             pce_dir: None,
             max_pending_jobs: 10,
             max_spool_bytes: u64::MAX,
+            allow_synthetic: true,
         };
         let request = |seed| {
             let mut r = crate::JobRequest::synthetic(6, seed);

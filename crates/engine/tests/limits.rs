@@ -1,6 +1,8 @@
 //! What the engine refuses, and that a refusal touches nothing it accepted: a submission beyond
-//! `max_pending_jobs` or `max_spool_bytes` is `Exhausted` while the accepted jobs finish. (A
-//! full disk while accepting: `spool.rs`'s and `journal.rs`'s unit tests.)
+//! `max_pending_jobs` or `max_spool_bytes` is `Exhausted` while the accepted jobs finish; a
+//! synthetic job or preload is refused unless `allow_synthetic`, and without
+//! `generate_test_params` a synthetic circuit's missing parameters are an error, not hours of
+//! setup. (A full disk while accepting: `spool.rs`'s and `journal.rs`'s unit tests.)
 
 mod common;
 
@@ -134,5 +136,50 @@ fn submissions_beyond_max_spool_bytes_are_refused() {
         std::thread::sleep(Duration::from_millis(10));
     }
     all_complete(&e, &[e.submit(synthetic(6, 3, 1)).unwrap().job_id]);
+    e.shutdown(Duration::from_secs(5));
+}
+
+/// Without `allow_synthetic` a synthetic job and a synthetic preload are refused, naming the
+/// key; with it but without `generate_test_params`, the missing parameters fail the job and the
+/// preload, and nothing is generated.
+#[test]
+fn synthetic_work_needs_the_configuration_to_allow_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config(dir.path());
+    config.allow_synthetic = false;
+    let backends = || vec![Arc::new(CpuProofBackend::new(true)) as Arc<dyn ProofBackend>];
+    let e = Engine::start(config.clone(), backends(), None).unwrap();
+    for refused in [
+        e.submit(synthetic(6, 1, 1)).map(|_| ()),
+        e.preload("synthetic-6").map(|_| ()),
+    ] {
+        match refused {
+            Err(err @ EngineError::SyntheticDisabled) => {
+                assert!(err.to_string().contains("allow_synthetic"), "{err}")
+            }
+            other => panic!("synthetic work without allow_synthetic: {other:?}"),
+        }
+    }
+    e.shutdown(Duration::from_secs(5));
+
+    config.allow_synthetic = true;
+    config.params.generate_test_params = false;
+    let e = Engine::start(config.clone(), backends(), None).unwrap();
+    let id = e.submit(synthetic(6, 1, 1)).unwrap().job_id;
+    let out = e.await_job(&id, WAIT).unwrap();
+    assert_eq!(out.state, JobState::Failed);
+    assert!(out.error.contains("generate_test_params"), "{}", out.error);
+    assert!(matches!(
+        e.preload("synthetic-6"),
+        Err(EngineError::MissingParameters { .. })
+    ));
+    assert!(
+        !config.params.synthetic_dir.exists()
+            || std::fs::read_dir(&config.params.synthetic_dir)
+                .unwrap()
+                .next()
+                .is_none(),
+        "parameters were generated"
+    );
     e.shutdown(Duration::from_secs(5));
 }

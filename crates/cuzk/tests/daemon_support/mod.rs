@@ -40,7 +40,8 @@ pub struct Daemon {
 /// defaults (extra sections may follow).
 pub fn write_config(dir: &Path, daemon_extra: &str, rest: &str) -> PathBuf {
     let config = format!(
-        "[daemon]\ndata_dir = \"{data}\"\nshutdown_grace_secs = 5\n{daemon_extra}\n\
+        "[daemon]\ndata_dir = \"{data}\"\nshutdown_grace_secs = 5\nallow_synthetic = true\n\
+         {daemon_extra}\n\
          [srs]\nparam_cache = \"{params}\"\ngenerate_test_params = true\n\
          [logging]\nlevel = \"warn\"\n{rest}\n",
         data = dir.join("data").display(),

@@ -82,7 +82,8 @@ def start_daemon(cuzk: str, tmp: pathlib.Path) -> subprocess.Popen:
     data = tmp / "data"
     config = tmp / "cuzk.toml"
     config.write_text(
-        f'[daemon]\ndata_dir = "{data}"\nshutdown_grace_secs = 5\n'
+        f'[daemon]\ndata_dir = "{data}"\nshutdown_grace_secs = 5\nallow_synthetic = true\n'
+        f'[srs]\ngenerate_test_params = true\n'
         f'[logging]\nlevel = "warn"\n'
     )
     daemon = subprocess.Popen([cuzk, "daemon", "--config", str(config)], stdout=subprocess.DEVNULL)

@@ -6,15 +6,16 @@ use std::time::Duration;
 
 use cuzk_engine::{EngineConfig, JobRequest, ParamConfig};
 
-/// An engine's configuration under `dir`: parameters never generated, strict FIFO, inputs over
-/// 64 KiB spooled to files, queue and spool unbounded in practice.
+/// An engine's configuration under `dir`: synthetic jobs allowed and test parameters generated
+/// (the synthetic circuits' on first use), strict FIFO, inputs over 64 KiB spooled to files,
+/// queue and spool unbounded in practice.
 pub fn config(dir: &Path) -> EngineConfig {
     EngineConfig {
         data_dir: dir.join("data"),
         params: ParamConfig {
             filecoin_dir: dir.join("filecoin"),
             synthetic_dir: dir.join("params"),
-            generate_test_params: false,
+            generate_test_params: true,
             budget_bytes: u64::MAX,
         },
         group_window: 0,
@@ -24,6 +25,7 @@ pub fn config(dir: &Path) -> EngineConfig {
         pce_dir: None,
         max_pending_jobs: 1000,
         max_spool_bytes: u64::MAX,
+        allow_synthetic: true,
     }
 }
 
