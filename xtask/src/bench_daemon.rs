@@ -68,7 +68,7 @@ pub fn run(sh: &Shell, args: &DaemonArgs) -> anyhow::Result<()> {
     let (threads, load) = threads_and_load();
     let body = format!(
         "`cargo xtask bench daemon --runs {runs} --log-size {log}`: {threads} threads (load \
-         average {load}), {commit}, {date}, release, CPU, one worker. Library call: \
+         {load}), {commit}, {date}, release, CPU, one worker. Library call: \
          `cuzk_engine::run::run_job`, parameters hot; daemon: `Prove` over the unix socket.\n\n\
          {table}\n"
     );
@@ -125,12 +125,16 @@ fn soak(sh: &Shell, args: &DaemonArgs) -> anyhow::Result<()> {
     );
     let commit = cmd!(sh, "git rev-parse --short HEAD").read()?;
     let date = cmd!(sh, "date -u +%Y-%m-%d").read()?;
+    let size = if args.jobs == 1000 {
+        String::new()
+    } else {
+        format!("; {jobs} jobs, not 1,000, for time")
+    };
     let body = format!(
         "`cargo xtask bench daemon --soak --jobs {jobs} --clients {clients} --restarts \
          {restarts} --seed {seed} --filecoin-every {every} --log-size {log}`: {threads} threads \
-         (load average {load}), {commit}, {date}, release, CPU, two workers. Clients resubmit \
-         the same request id after a failure; a fresh daemon then answers for every job. What \
-         lost, duplicated and wrong check: `crates/cuzk/examples/daemon_soak.rs`.\n\n{table}"
+         (load {load}), {commit}, {date}, release, CPU, two workers{size}. Definitions: \
+         `crates/cuzk/examples/daemon_soak.rs`.\n\n{table}"
     );
     write_section("bench-daemon-soak", &body)
 }

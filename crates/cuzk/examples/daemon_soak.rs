@@ -745,7 +745,7 @@ mod soak {
         let mut downs = downtimes.clone();
         println!("| measurement | value |\n|---|---|");
         println!(
-            "| jobs | {} from {} clients: {} (synthetic 2^{}, 1 or 2 partitions; Filecoin 2 KiB) |",
+            "| jobs | {} from {} clients: {} (Filecoin 2 KiB, synthetic 2^{}) |",
             a.jobs,
             a.clients,
             mix.join(", "),
