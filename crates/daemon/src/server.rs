@@ -119,6 +119,28 @@ async fn stop_engine(engine: &Arc<Engine>, grace: std::time::Duration) {
     }
 }
 
+/// The end of serving, after a stop during the preload or after serving: the engine stopped
+/// (running jobs get the grace period), the gRPC and status servers told to stop and given 5 s
+/// each (open streams, such as awaiters, are dropped by their graceful stop: do not hang on
+/// them), the unix socket removed.
+async fn stop_serving<G: std::future::Future, H: std::future::Future>(
+    engine: &Arc<Engine>,
+    config: &Resolved,
+    stops: [tokio::sync::oneshot::Sender<()>; 2],
+    grpc: G,
+    http: Option<H>,
+) {
+    stop_engine(engine, config.shutdown_grace).await;
+    for stop in stops {
+        let _ = stop.send(());
+    }
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), grpc).await;
+    if let Some(http) = http {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), http).await;
+    }
+    remove_socket(&config.listen);
+}
+
 fn remove_socket(listen: &Listen) {
     if let Listen::Unix(path) = listen {
         let _ = std::fs::remove_file(path);
@@ -308,14 +330,8 @@ pub async fn run(
         None => {
             tracing::info!("stopping during the preload");
             crate::notify::notify("STOPPING=1");
-            stop_engine(&engine, config.shutdown_grace).await;
-            let _ = stop_tx.send(());
-            let _ = http_stop_tx.send(());
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), grpc).await;
-            if let Some(http) = http {
-                let _ = tokio::time::timeout(std::time::Duration::from_secs(5), http).await;
-            }
-            remove_socket(&config.listen);
+            let stops = [stop_tx, http_stop_tx];
+            stop_serving(&engine, &config, stops, grpc, http).await;
             println!("cuzk daemon: stopped before serving");
             return Ok(());
         }
@@ -362,15 +378,7 @@ pub async fn run(
     health
         .set_service_status("", tonic_health::ServingStatus::NotServing)
         .await;
-    stop_engine(&engine, config.shutdown_grace).await;
-    let _ = stop_tx.send(());
-    let _ = http_stop_tx.send(());
-    // Open streams (awaiters) are dropped by the server's graceful stop; do not hang on them.
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), grpc).await;
-    if let Some(http) = http {
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), http).await;
-    }
-    remove_socket(&config.listen);
+    stop_serving(&engine, &config, [stop_tx, http_stop_tx], grpc, http).await;
     let _ = std::fs::remove_file(endpoints_file(&config.data_dir));
     println!("cuzk daemon: stopped");
     Ok(())
