@@ -2,6 +2,7 @@
 
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 #[cfg(not(feature = "cuda"))]
 use anyhow::bail;
@@ -178,7 +179,7 @@ impl Chosen {
         partitions: Receiver<(usize, PartitionInput)>,
         r: &[Scalar],
         s: &[Scalar],
-    ) -> anyhow::Result<Vec<(Proof, PartitionTiming)>> {
+    ) -> anyhow::Result<Vec<Proved>> {
         match self {
             Chosen::Cpu(workers) => {
                 let provers: Vec<_> = (0..(*workers).max(1))
@@ -213,15 +214,22 @@ impl Chosen {
 
 /// Each worker proves on a thread of its own, taking the next partition from `partitions`
 /// whenever it is idle, until the sender hangs up.
+/// One partition's proof, its stage times and when it was done.
+pub struct Proved {
+    pub proof: Proof,
+    pub timing: PartitionTiming,
+    pub finished: Instant,
+}
+
 fn on_workers<B: Backend>(
     provers: &[Prover<B>],
     params: &Parameters,
     partitions: Receiver<(usize, PartitionInput)>,
     r: &[Scalar],
     s: &[Scalar],
-) -> anyhow::Result<Vec<(Proof, PartitionTiming)>> {
+) -> anyhow::Result<Vec<Proved>> {
     let partitions = Mutex::new(partitions);
-    let mut out: Vec<Option<(Proof, PartitionTiming)>> = (0..r.len()).map(|_| None).collect();
+    let mut out: Vec<Option<Proved>> = (0..r.len()).map(|_| None).collect();
     std::thread::scope(|scope| -> anyhow::Result<()> {
         let handles: Vec<_> = provers
             .iter()
@@ -243,7 +251,15 @@ fn on_workers<B: Backend>(
                             job: 0,
                             worker: w as u64,
                         };
-                        done.push((k, prover.prove(params, a, rk, sk, ctx, k)?));
+                        let (proof, timing) = prover.prove(params, a, rk, sk, ctx, k)?;
+                        done.push((
+                            k,
+                            Proved {
+                                proof,
+                                timing,
+                                finished: Instant::now(),
+                            },
+                        ));
                     }
                 })
             })

@@ -71,6 +71,11 @@ struct BenchArgs {
     /// Number of partitions (independent proofs of the same circuit shape) to prove.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
     partitions: u64,
+    /// Proofs of `--partitions` partitions each, one after the other through the same workers
+    /// (the next proof's partitions start as the last one's finish, as in the daemon): prints
+    /// when each proof was done and the sustained time per proof.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=16))]
+    proofs: u64,
     /// Seed for the circuit's values, the setup and r, s.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -159,7 +164,9 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
                 .with_filter(tracing_subscriber::EnvFilter::from_env("CUZK_LOG")),
         )
         .init();
-    let partitions = args.partitions as usize;
+    let per_proof = args.partitions as usize;
+    let proofs = args.proofs as usize;
+    let partitions = per_proof * proofs;
     let backend = backend::open(
         args.backend,
         args.device,
@@ -167,9 +174,10 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         args.policy,
     )?;
     println!(
-        "cuzk bench: PoRep-shaped circuit, 2^{} domain, {} partition(s), backend {}",
+        "cuzk bench: PoRep-shaped circuit, 2^{} domain, {} proof(s) of {} partition(s), backend {}",
         args.log_size,
-        partitions,
+        proofs,
+        per_proof,
         backend.describe()
     );
     let mut rng = ChaCha20Rng::seed_from_u64(args.seed);
@@ -331,7 +339,7 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     let prove = start.elapsed();
     let wall = wall.elapsed();
 
-    print_table(&results.iter().map(|(_, t)| t.clone()).collect::<Vec<_>>());
+    print_table(&results.iter().map(|p| p.timing.clone()).collect::<Vec<_>>());
     let synth_total: Duration = synth.iter().sum();
     println!(
         "synthesis: {:.3} s per partition ({:.3} s in all; {})",
@@ -353,11 +361,38 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         partitions,
         prove.as_secs_f64() / partitions as f64
     );
+    // Proof j is done when the last of its partitions is; from the first proof's end on, the
+    // pipeline is full and the gaps between ends are the sustained time per proof.
+    let ends: Vec<Duration> = results
+        .chunks(per_proof)
+        .map(|proof| {
+            proof
+                .iter()
+                .map(|p| p.finished.saturating_duration_since(start))
+                .max()
+                .unwrap_or_default()
+        })
+        .collect();
+    if proofs > 1 {
+        let ends_text: Vec<String> = ends
+            .iter()
+            .map(|e| format!("{:.3}", e.as_secs_f64()))
+            .collect();
+        let sustained =
+            (ends[proofs - 1].saturating_sub(ends[0])).as_secs_f64() / (proofs - 1) as f64;
+        println!(
+            "proofs: {proofs} done at [{}] s from the first proving; sustained {:.3} s per \
+             proof (between the first proof's end and the last's)",
+            ends_text.join(", "),
+            sustained
+        );
+    }
     println!(
-        "wall: {:.3} s for the proof of {} partition(s), synthesis included ({:.3} s before the \
-         proving: partition 0's synthesis, parameters, preload)",
+        "wall: {:.3} s for {} proof(s) of {} partition(s), synthesis included ({:.3} s before \
+         the proving: partition 0's synthesis, parameters, preload)",
         wall.as_secs_f64(),
-        partitions,
+        proofs,
+        per_proof,
         setup_done.as_secs_f64()
     );
     // What a daemon with these parameters already loaded (and the circuit already resident)
@@ -365,11 +400,11 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     // other partitions' synthesis).
     if !args.synthesis_first {
         println!(
-            "hot: {:.3} s for the proof with the parameters already loaded (partition 0's \
-             synthesis {:.3} s + the proving {:.3} s)",
-            (first_synth + prove).as_secs_f64(),
+            "hot: {:.3} s for the first proof with the parameters already loaded (partition 0's \
+             synthesis {:.3} s + its proving {:.3} s)",
+            (first_synth + ends[0]).as_secs_f64(),
             first_synth.as_secs_f64(),
-            prove.as_secs_f64()
+            ends[0].as_secs_f64()
         );
     }
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
@@ -408,9 +443,9 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let pvk = prepare_verifying_key(&params.vk);
-    let proofs: Vec<_> = results.iter().map(|(p, _)| p).collect();
+    let proved: Vec<_> = results.iter().map(|p| &p.proof).collect();
     let start = Instant::now();
-    let ok = verify_proofs_batch(&pvk, &mut rng, &proofs, &inputs).context("verification")?;
+    let ok = verify_proofs_batch(&pvk, &mut rng, &proved, &inputs).context("verification")?;
     println!(
         "verify: {} in {:.3} s",
         if ok { "ok" } else { "FAILED" },
