@@ -113,7 +113,7 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     // host memory, the kernels compiled for the host): the NTT against its reference, the arena
     // lending device buffers, proofs against the CPU backend's bytes, a pre-compiled circuit's
     // products on the device.
-    cmd!(sh, "cargo test --locked -p cuzk-ntt -p cuzk-vram -p cuzk --no-default-features --features cuzk-ntt/cuda,cuzk-vram/cuda,cuzk/cuda,cuzk-gpu/emu --test gpu --test device --test gpu_backend --test gpu_products")
+    cmd!(sh, "cargo test --locked -p cuzk-gpu -p cuzk-ntt -p cuzk-vram -p cuzk --no-default-features --features cuzk-ntt/cuda,cuzk-vram/cuda,cuzk/cuda,cuzk-gpu/emu --test gpu --test device --test gpu_backend --test gpu_products --test pinned_count")
         .run()
         .context("the GPU NTT and prover on the kernel emulator")?;
     Ok(())

@@ -256,8 +256,9 @@ fn print_result(r: &proto::AwaitProofResponse, out: &Option<PathBuf>) -> anyhow:
         }
     );
     println!(
-        "queue_wait {} ms, srs_load {} ms, synthesis {} ms, prove {} ms, total {} ms",
-        r.queue_wait_ms, r.srs_load_ms, r.synthesis_ms, r.gpu_compute_ms, r.total_ms
+        "queue_wait {} ms, srs_load {} ms, synthesis {} ms, prove {} ms (device {} ms), total {} \
+         ms",
+        r.queue_wait_ms, r.srs_load_ms, r.synthesis_ms, r.proving_ms, r.gpu_compute_ms, r.total_ms
     );
     if let Some(out) = out {
         std::fs::write(out, &r.proof).with_context(|| format!("writing {}", out.display()))?;
@@ -493,10 +494,12 @@ async fn batch(c: Client, count: u32, concurrency: u32, job: &JobArgs) -> anyhow
         ok as f64 / wall.as_secs_f64()
     );
     println!(
-        "mean ms: queue_wait {:.1}, srs_load {:.1}, synthesis {:.1}, prove {:.1}, total {:.1}",
+        "mean ms: queue_wait {:.1}, srs_load {:.1}, synthesis {:.1}, prove {:.1} (device {:.1}), \
+         total {:.1}",
         mean(|r| r.queue_wait_ms),
         mean(|r| r.srs_load_ms),
         mean(|r| r.synthesis_ms),
+        mean(|r| r.proving_ms),
         mean(|r| r.gpu_compute_ms),
         mean(|r| r.total_ms)
     );

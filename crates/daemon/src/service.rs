@@ -131,10 +131,11 @@ fn await_response(o: JobOutcome) -> proto::AwaitProofResponse {
         queue_wait_ms: ms(o.timings.queue_wait),
         srs_load_ms: ms(o.timings.param_load),
         synthesis_ms: ms(o.timings.synthesis),
-        gpu_compute_ms: ms(o.timings.proving),
+        gpu_compute_ms: ms(o.timings.device),
         total_ms: ms(o.timings.total),
         started_unix_ms: o.started_ms,
         finished_unix_ms: o.finished_ms,
+        proving_ms: ms(o.timings.proving),
     }
 }
 
@@ -202,13 +203,6 @@ impl ProvingEngine for Service {
         let engine = self.engine()?;
         let s = engine.status();
         let budget = engine.params().config().budget_bytes;
-        let hot: u64 = engine
-            .params()
-            .bytes_by_tier()
-            .iter()
-            .filter(|(t, _)| *t == cuzk_engine::Tier::Hot)
-            .map(|(_, b)| *b)
-            .sum();
         Ok(Response::new(proto::GetStatusResponse {
             gpus: crate::workers::gpu_statuses(&s.workers),
             loaded_srs: s
@@ -237,9 +231,9 @@ impl ProvingEngine for Service {
             total_proofs_completed: s.completed,
             total_proofs_failed: s.failed,
             uptime_seconds: s.uptime_seconds,
-            // No pinned memory on the CPU backend: the hot tier is ordinary memory, reported
-            // here against its budget.
-            pinned_memory_bytes: hot,
+            // Page-locked memory as cuzk-gpu counts it (0 on the CPU: the hot tier is ordinary
+            // memory), against the host memory budget it shares with the hot tier.
+            pinned_memory_bytes: s.pinned_host_bytes,
             pinned_memory_limit_bytes: budget,
         }))
     }

@@ -11,7 +11,8 @@ use crate::proto;
 use crate::DaemonError;
 
 /// `GetStatus`'s GPU list: one entry per device the workers prove on, by its CUDA ordinal (a
-/// device's workers share it), its name as the engine reports it (`gpu0`), its memory as its
+/// device's workers share it), its product name as the driver reports it (the engine's label,
+/// `gpu0`, where a backend does not say), its memory as its
 /// arena counts it (free: what resident parameters and running partitions leave), and a job
 /// one of its workers runs. CPU workers are not GPUs and are not listed: a CPU daemon's list is
 /// empty (its workers are in `/status`).
@@ -23,7 +24,7 @@ pub fn gpu_statuses(workers: &[WorkerStatus]) -> Vec<proto::GpuStatus> {
         };
         let gpu = devices.entry(ordinal).or_insert_with(|| proto::GpuStatus {
             ordinal,
-            name: w.device.clone(),
+            name: w.product.clone().unwrap_or_else(|| w.device.clone()),
             ..Default::default()
         });
         if let Some(m) = w.memory {
@@ -110,6 +111,7 @@ mod tests {
         WorkerStatus {
             index,
             device: device.into(),
+            product: (device == "gpu1").then(|| "NVIDIA H100 80GB HBM3".into()),
             current_job_id: job.map(Into::into),
             current_kind: job.map(|_| "porep".into()),
             busy_fraction: 0.0,
@@ -141,7 +143,14 @@ mod tests {
                 )
             })
             .collect();
-        assert_eq!(seen, [(0, "gpu0", 7, "job-a"), (1, "gpu1", 5, "job-b")]);
+        // A backend that names its product is listed by it; one that does not, by its label.
+        assert_eq!(
+            seen,
+            [
+                (0, "gpu0", 7, "job-a"),
+                (1, "NVIDIA H100 80GB HBM3", 5, "job-b")
+            ]
+        );
         assert!(gpus.iter().all(|g| g.vram_total_bytes == 80 << 30));
         assert!(gpu_statuses(&[worker(0, "cpu", None, 0)]).is_empty());
     }

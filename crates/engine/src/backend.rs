@@ -58,6 +58,12 @@ pub trait ProofBackend: Send + Sync + Debug {
         None
     }
 
+    /// The device's product name as its driver reports it ("NVIDIA H100 80GB HBM3"), for
+    /// status; `None` for the CPU. Asked once, when the engine starts.
+    fn product(&self) -> Option<String> {
+        None
+    }
+
     /// What this backend counted of its device's failures, for metrics. Read under the
     /// engine's state lock at every job event, so it must not block or ask the device (a
     /// couple of atomic loads). The default counts nothing.

@@ -112,6 +112,8 @@ pub(crate) fn queue_span(seq: u64) -> tracing::Span {
 #[derive(Debug)]
 pub(crate) struct Worker {
     pub(crate) device: String,
+    /// Its device's product name (`None` on the CPU).
+    pub(crate) product: Option<String>,
     /// Its backend, asked for the device's memory by status.
     pub(crate) backend: Arc<dyn ProofBackend>,
     pub(crate) current: Option<(String, ProofKind)>,
@@ -289,6 +291,7 @@ impl Engine {
             .iter()
             .map(|b| Worker {
                 device: b.device(),
+                product: b.product(),
                 backend: Arc::clone(b),
                 current: None,
                 busy: Duration::ZERO,

@@ -227,6 +227,10 @@ impl ProofBackend for GpuProofBackend {
         })
     }
 
+    fn product(&self) -> Option<String> {
+        Some(self.gpu().gpu().info().name.clone())
+    }
+
     fn counters(&self) -> BackendCounters {
         BackendCounters {
             device_failures: self.device_failures.load(Ordering::Relaxed),

@@ -256,6 +256,9 @@ pub struct JobTimings {
     pub proving: Duration,
     /// From submission to the end.
     pub total: Duration,
+    /// The devices' own time for the job's partitions, measured with CUDA events (zero for a
+    /// job proven on the CPU): `AwaitProof`'s `gpu_compute_ms`.
+    pub device: Duration,
 }
 
 /// What `await` reports about a job.

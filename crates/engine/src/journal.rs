@@ -83,15 +83,16 @@ CREATE TABLE IF NOT EXISTS jobs (
     param_load_ms INTEGER,
     synthesis_ms INTEGER,
     proving_ms INTEGER,
-    total_ms INTEGER
+    total_ms INTEGER,
+    device_ms INTEGER
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state);
 ";
 
 /// The schema's version, kept in the database's `user_version`: a journal written by a newer cuzk
-/// (a higher version) is refused rather than misread. 0, a journal from before versions were
-/// written, has this schema.
-pub const SCHEMA_VERSION: u32 = 1;
+/// (a higher version) is refused rather than misread; an older one is brought up to it. 0 (from
+/// before versions were written) and 1 lack `device_ms`, the jobs' device time (version 2).
+pub const SCHEMA_VERSION: u32 = 2;
 
 fn sql_err(e: rusqlite::Error) -> EngineError {
     EngineError::Journal(e)
@@ -135,6 +136,19 @@ impl Journal {
             });
         }
         conn.execute_batch(SCHEMA).map_err(sql_err)?;
+        // Version 2 added `device_ms`: a table made by an older cuzk gains it (its jobs' device
+        // time reads as 0).
+        let has_device_ms: bool = conn
+            .query_row(
+                "SELECT COUNT(*) > 0 FROM pragma_table_info('jobs') WHERE name = 'device_ms'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(sql_err)?;
+        if !has_device_ms {
+            conn.execute_batch("ALTER TABLE jobs ADD COLUMN device_ms INTEGER")
+                .map_err(sql_err)?;
+        }
         if version < SCHEMA_VERSION {
             conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
                 .map_err(sql_err)?;
@@ -274,7 +288,7 @@ impl Journal {
             .execute(
                 "UPDATE jobs SET state = ?2, proof = ?3, error = ?4, finished_ms = ?5, payload = NULL,
                  queue_wait_ms = ?6, param_load_ms = ?7, synthesis_ms = ?8, proving_ms = ?9,
-                 total_ms = ?10 WHERE job_id = ?1",
+                 total_ms = ?10, device_ms = ?11 WHERE job_id = ?1",
                 params![
                     job_id,
                     state.name(),
@@ -286,6 +300,7 @@ impl Journal {
                     ms(t.synthesis),
                     ms(t.proving),
                     ms(t.total),
+                    ms(t.device),
                 ],
             )
             .map_err(sql_err)?;
@@ -312,7 +327,8 @@ impl Journal {
                 "SELECT seq, job_id, request_id, kind, priority, sector_size, registered_proof,
                  sector_number, miner_id, partition_index, randomness, comm_r_old, comm_r_new,
                  comm_d_new, state, submitted_ms, attempts, proof, error, queue_wait_ms,
-                 param_load_ms, synthesis_ms, proving_ms, total_ms, started_ms, finished_ms
+                 param_load_ms, synthesis_ms, proving_ms, total_ms, started_ms, finished_ms,
+                 device_ms
                  FROM jobs ORDER BY seq",
             )
             .map_err(sql_err)?;
@@ -354,6 +370,7 @@ impl Journal {
                             synthesis: d(21)?,
                             proving: d(22)?,
                             total: d(23)?,
+                            device: d(26)?,
                         },
                         started_ms: r.get::<_, Option<i64>>(24)?.unwrap_or(0) as u64,
                         finished_ms: r.get::<_, Option<i64>>(25)?.unwrap_or(0) as u64,
@@ -400,6 +417,7 @@ mod tests {
             j.mark_running("a", 5).unwrap();
             let t = JobTimings {
                 total: Duration::from_millis(42),
+                device: Duration::from_millis(9),
                 ..Default::default()
             };
             j.finish("b", JobState::Completed, &[1, 2], "", &t, now_ms())
@@ -422,6 +440,7 @@ mod tests {
         assert_eq!(rows[1].state, JobState::Completed);
         assert_eq!(rows[1].proof, vec![1, 2]);
         assert_eq!(rows[1].timings.total, Duration::from_millis(42));
+        assert_eq!(rows[1].timings.device, Duration::from_millis(9));
         assert_eq!(j.purge(Duration::from_secs(3600)).unwrap(), 0);
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(j.purge(Duration::ZERO).unwrap(), 1);
@@ -451,6 +470,46 @@ mod tests {
         let rows = j.load().unwrap();
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].job_id, "a");
+    }
+
+    /// A journal of version 1 (no `device_ms`) gains the column: its ended jobs load, with no
+    /// device time, and new ones keep theirs.
+    #[test]
+    fn a_journal_of_version_one_is_brought_up_to_date() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.sqlite");
+        {
+            let j = Journal::open(&path).unwrap();
+            j.insert("old", &JobRequest::synthetic(8, 2), None, 1)
+                .unwrap();
+            let t = JobTimings {
+                total: Duration::from_millis(42),
+                ..Default::default()
+            };
+            j.finish("old", JobState::Completed, &[1], "", &t, now_ms())
+                .unwrap();
+            j.conn
+                .execute_batch("ALTER TABLE jobs DROP COLUMN device_ms; PRAGMA user_version = 1")
+                .unwrap();
+        }
+        let j = Journal::open(&path).unwrap();
+        let version: u32 = j
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        j.insert("new", &JobRequest::synthetic(8, 2), None, 2)
+            .unwrap();
+        let t = JobTimings {
+            device: Duration::from_millis(3),
+            ..Default::default()
+        };
+        j.finish("new", JobState::Completed, &[2], "", &t, now_ms())
+            .unwrap();
+        let rows = j.load().unwrap();
+        assert_eq!(rows[0].timings.total, Duration::from_millis(42));
+        assert_eq!(rows[0].timings.device, Duration::ZERO);
+        assert_eq!(rows[1].timings.device, Duration::from_millis(3));
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! partition to the engine's [`PartitionProver`] (the Spreader behind it) and verifies every
 //! proof as it comes back.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -103,9 +103,23 @@ pub struct JobControl {
     pub cancel: AtomicBool,
     /// Shutdown after the grace period: the job goes back to pending in the journal.
     pub interrupt: AtomicBool,
+    /// Device time of the job's partitions so far, in nanoseconds, whichever worker proved
+    /// them ([`PartitionTiming::device`](cuzk_pipeline::PartitionTiming)).
+    device_ns: AtomicU64,
 }
 
 impl JobControl {
+    /// Adds a proven partition's device time.
+    pub(crate) fn add_device_time(&self, d: Duration) {
+        self.device_ns
+            .fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// The device time of the job's partitions proven so far.
+    pub fn device_time(&self) -> Duration {
+        Duration::from_nanos(self.device_ns.load(Ordering::Relaxed))
+    }
+
     pub(crate) fn check(&self) -> Result<(), EngineError> {
         if self.cancel.load(Ordering::SeqCst) {
             Err(EngineError::Cancelled)
@@ -129,6 +143,8 @@ pub struct RunResult {
     /// Proving, all partitions: the job's time less synthesis and parameter loading (partitions
     /// prove on other workers while the next ones are synthesised, so their calls overlap).
     pub proving: Duration,
+    /// The devices' own time for the partitions ([`JobControl::device_time`]).
+    pub device: Duration,
 }
 
 /// The circuit a request proves, from its kind and its sector size or registered proof
@@ -358,11 +374,12 @@ impl PartitionProver for EngineProver<'_> {
     ) -> Result<Proof, ProverError> {
         self.site.control.check()?;
         let leased = self.leased(params)?;
-        let (proof, _timing) = self
+        let (proof, timing) = self
             .site
             .backend
             .prove_partition(&leased, input, self.site.ctx, partition)
             .map_err(engine_error)?;
+        self.site.control.add_device_time(timing.device);
         Ok(proof)
     }
 
@@ -446,8 +463,14 @@ pub fn run_job(
     site: JobSite<'_>,
 ) -> Result<RunResult, EngineError> {
     site.control.check()?;
+    // Every partition has answered when the job's proof is made, whichever worker proved it.
+    let control = Arc::clone(site.control);
+    let with_device = |r: RunResult| RunResult {
+        device: control.device_time(),
+        ..r
+    };
     if r.kind == ProofKind::Synthetic {
-        return run_synthetic(data, params, pce, site);
+        return run_synthetic(data, params, pce, site).map(with_device);
     }
     let mut prover = EngineProver {
         kind: r.kind,
@@ -505,7 +528,7 @@ pub fn run_job(
         ProofKind::Synthetic => unreachable!("handled above"),
     };
     let synthesis = proof.partitions.iter().map(|p| p.synthesis).sum();
-    Ok(RunResult {
+    Ok(with_device(RunResult {
         proof: proof.bytes,
         param_load: prover.param_load,
         synthesis,
@@ -513,7 +536,8 @@ pub fn run_job(
         proving: start
             .elapsed()
             .saturating_sub(synthesis + proof.load_params),
-    })
+        device: Duration::ZERO,
+    }))
 }
 
 fn run_synthetic(

@@ -49,7 +49,10 @@ impl PartitionTask {
             std::panic::catch_unwind(AssertUnwindSafe(|| {
                 backend
                     .prove_partition(&self.params, self.input, ctx, self.partition)
-                    .map(|(proof, _)| proof)
+                    .map(|(proof, timing)| {
+                        self.control.add_device_time(timing.device);
+                        proof
+                    })
                     .map_err(engine_error)
             }))
             .unwrap_or_else(|panic| Err(EngineError::Panic(panic_text(panic.as_ref()))))

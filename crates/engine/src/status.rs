@@ -22,6 +22,8 @@ pub struct WorkerStatus {
     pub index: u32,
     /// Its device (`cpu`, `gpu0`).
     pub device: String,
+    /// The device's product name as its driver reports it (`None` on the CPU).
+    pub product: Option<String>,
     /// The job it proves now.
     pub current_job_id: Option<String>,
     /// That job's kind.
@@ -65,6 +67,9 @@ pub struct EngineStatus {
     pub mean_stage_ms: Vec<(String, f64)>,
     /// The process's peak host memory (`VmHWM`), where the kernel reports it.
     pub peak_rss_bytes: Option<u64>,
+    /// Page-locked host memory the GPU workers hold now: pinned staging buffers and parameters
+    /// mapped for a device to read in place (`cuzk_gpu::pinned_host_bytes`; 0 on the CPU).
+    pub pinned_host_bytes: u64,
 }
 
 fn serialize_params<S: serde::Serializer>(p: &[ParamStatus], s: S) -> Result<S::Ok, S::Error> {
@@ -124,6 +129,14 @@ pub(crate) fn refresher(shared: Weak<Shared>) {
     }
 }
 
+/// Page-locked host memory of the process (the GPU backends' pinned buffers and mappings).
+fn pinned_host_bytes() -> u64 {
+    #[cfg(feature = "cuda")]
+    return cuzk_gpu::pinned_host_bytes();
+    #[cfg(not(feature = "cuda"))]
+    0
+}
+
 /// The time worker `w` spent proving, the job or partition it has now included.
 fn busy(w: &Worker) -> Duration {
     w.busy + w.busy_since.map(|s| s.elapsed()).unwrap_or_default()
@@ -141,6 +154,7 @@ fn build_status(shared: &Shared, state: &State) -> EngineStatus {
                 WorkerStatus {
                     index: i as u32,
                     device: w.device.clone(),
+                    product: w.product.clone(),
                     current_job_id: w.current.as_ref().map(|(id, _)| id.clone()),
                     current_kind: w.current.as_ref().map(|(_, k)| k.name().to_string()),
                     busy_fraction: busy.as_secs_f64() / uptime.as_secs_f64().max(1e-9),
@@ -184,6 +198,7 @@ fn build_status(shared: &Shared, state: &State) -> EngineStatus {
         EngineStatus {
             uptime_seconds: uptime.as_secs(),
             peak_rss_bytes: cuzk_telemetry::peak_rss_bytes(),
+            pinned_host_bytes: pinned_host_bytes(),
             workers,
             queues,
             pending_by_priority: state
@@ -248,6 +263,11 @@ fn write_metrics(status: &EngineStatus, out: &mut String) {
                 "# HELP cuzk_peak_rss_bytes The process's peak host memory (VmHWM).\n# TYPE cuzk_peak_rss_bytes gauge\ncuzk_peak_rss_bytes {peak}"
             );
         }
+        let _ = writeln!(
+            out,
+            "# HELP cuzk_pinned_host_bytes Page-locked host memory held now (pinned staging, parameters mapped for a device).\n# TYPE cuzk_pinned_host_bytes gauge\ncuzk_pinned_host_bytes {}",
+            status.pinned_host_bytes
+        );
         // One line set per device, from its first worker (the workers of a device share it).
         let mut seen = std::collections::BTreeSet::new();
         let devices: Vec<_> = status

@@ -164,6 +164,7 @@ fn finish(
             timings.param_load = r.param_load;
             timings.synthesis = r.synthesis;
             timings.proving = r.proving;
+            timings.device = r.device;
             (JobState::Completed, r.proof, String::new())
         }
         Err(EngineError::Cancelled) => (

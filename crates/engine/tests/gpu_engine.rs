@@ -107,9 +107,17 @@ fn pre_compiled_partitions_make_their_matrices_resident_and_prove() {
 fn one_device_proves_and_keeps_parameters_resident_until_evicted() {
     let dir = tempfile::tempdir().unwrap();
     let (e, gpus) = engine(dir.path(), &[0], 2, false);
-    assert!(e.status().workers.iter().all(|w| w.device == "gpu0"));
-    let (state, error) = run(&e, synthetic(6, 1, 2));
-    assert_eq!(state, JobState::Completed, "{error}");
+    // Each worker names its device by label and by the product name its driver reports.
+    assert!(e
+        .status()
+        .workers
+        .iter()
+        .all(|w| w.device == "gpu0" && w.product.as_deref() == Some(cuzk_gpu::emu::EMULATED_NAME)));
+    let id = e.submit(synthetic(6, 1, 2)).unwrap().job_id;
+    let out = e.await_job(&id, WAIT).unwrap();
+    assert_eq!(out.state, JobState::Completed, "{}", out.error);
+    // The device's own (event-timed) time of the partitions, whichever worker proved them.
+    assert!(out.timings.device > Duration::ZERO, "{:?}", out.timings);
     assert!(gpus[0].gpu().resident_bytes() > 0, "resident after a proof");
     e.params().evict("synthetic-6").unwrap();
     assert_eq!(gpus[0].gpu().resident_bytes(), 0, "freed with the hot copy");

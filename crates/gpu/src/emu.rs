@@ -264,8 +264,10 @@ impl Device {
 
     /// `len` zeroed elements of (plain) host memory standing in for pinned memory.
     pub fn alloc_pinned<T: DeviceCopy>(&self, len: usize) -> Result<PinnedBuffer<T>, GpuError> {
-        let mut mem = Memory::new(bytes_for::<T>(len)?);
+        let bytes = bytes_for::<T>(len)?;
+        let mut mem = Memory::new(bytes);
         mem.bytes_mut().fill(0);
+        crate::count_pinned(bytes, true);
         Ok(PinnedBuffer {
             mem,
             len,
@@ -294,7 +296,7 @@ impl Device {
             buf: DeviceBuffer {
                 storage: Storage::Lent {
                     address,
-                    _keep: Box::new(host),
+                    _keep: Box::new((host, PinnedCount::new(len * size_of::<H>()))),
                 },
                 len,
                 _marker: PhantomData,
@@ -886,6 +888,29 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
         PinnedBytes {
             bytes: bytes_of(self),
         }
+    }
+}
+
+impl<T> Drop for PinnedBuffer<T> {
+    fn drop(&mut self) {
+        crate::count_pinned(self.len * size_of::<T>(), false);
+    }
+}
+
+/// A mapping's share of [`crate::pinned_host_bytes`], given back when the mapping drops.
+#[derive(Debug)]
+struct PinnedCount(usize);
+
+impl PinnedCount {
+    fn new(bytes: usize) -> Self {
+        crate::count_pinned(bytes, true);
+        Self(bytes)
+    }
+}
+
+impl Drop for PinnedCount {
+    fn drop(&mut self) {
+        crate::count_pinned(self.0, false);
     }
 }
 

@@ -98,6 +98,32 @@ pub fn counted_driver_calls_here() -> Option<DriverCalls> {
     None
 }
 
+/// Page-locked host bytes the process holds now through this crate: live pinned buffers
+/// ([`PinnedBuffer`]: staging rings, pinned parameters) and host vectors registered for the
+/// device to read in place (`Device::map_host`, counted once per registered range however many
+/// devices map it). Memory leaked because a copy out of it could not be tracked stays counted:
+/// it stays locked. The emulator counts its stand-ins for both, each of its mappings in full.
+/// Always 0 in a build without the `cuda` feature.
+pub fn pinned_host_bytes() -> u64 {
+    PINNED_HOST_BYTES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Backs [`pinned_host_bytes`]: added to where memory is locked, taken from where it is
+/// released.
+#[cfg_attr(not(any(feature = "cuda", feature = "emu")), allow(dead_code))]
+static PINNED_HOST_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts `bytes` as locked (`locked`) or released.
+#[cfg(any(feature = "cuda", feature = "emu"))]
+pub(crate) fn count_pinned(bytes: usize, locked: bool) {
+    use std::sync::atomic::Ordering;
+    if locked {
+        PINNED_HOST_BYTES.fetch_add(bytes as u64, Ordering::Relaxed);
+    } else {
+        PINNED_HOST_BYTES.fetch_sub(bytes as u64, Ordering::Relaxed);
+    }
+}
+
 /// What a device is, as the driver reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceInfo {

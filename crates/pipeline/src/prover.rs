@@ -143,6 +143,8 @@ impl<B: Backend> Prover<B> {
             partition,
             ..Default::default()
         };
+        // Device time left over by an earlier partition that failed on this thread.
+        let _ = crate::stage::take_device_time();
         let mut input = input.into();
 
         let domain = run_stage(Stage::Validate, ctx, device, &mut t, || {
@@ -216,6 +218,7 @@ impl<B: Backend> Prover<B> {
                 s,
             ))
         })?;
+        t.device = crate::stage::take_device_time();
         tracing::debug!(summary = %t, "partition proved");
         Ok((proof, t))
     }

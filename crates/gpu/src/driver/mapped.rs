@@ -43,6 +43,7 @@ impl Drop for Registration {
         if entry.1 > 0 {
             return;
         }
+        let entry_bytes = entry.0;
         map.remove(&self.address);
         // A failure leaves the pages locked until the process ends; nothing reads them through
         // this mapping any more, so there is nothing else to do about it.
@@ -50,7 +51,10 @@ impl Drop for Registration {
             // SAFETY: `address` was registered by `map_host` and its last mapping is dropping:
             // no buffer refers to the range any more. Work queued on it has run: its users wait
             // for their results before letting go of a mapping (as for any lent buffer).
-            let _ = unsafe { sys::cuMemHostUnregister(self.address as *mut std::ffi::c_void) };
+            let status = unsafe { sys::cuMemHostUnregister(self.address as *mut std::ffi::c_void) };
+            if status.result().is_ok() {
+                crate::count_pinned(entry_bytes, false);
+            }
         }
     }
 }
@@ -92,6 +96,7 @@ impl Device {
                     sys::cuMemHostRegister_v2(address as *mut std::ffi::c_void, bytes, flags)
                 };
                 driver("cuMemHostRegister", status.result())?;
+                crate::count_pinned(bytes, true);
                 map.insert(address, (bytes, 1));
             }
         }

@@ -125,6 +125,7 @@ impl Device {
             // zero bytes are a valid `T: DeviceCopy`. cuMemHostAlloc aligns to pages, more than
             // any `T` needs.
             unsafe { std::ptr::write_bytes(ptr.as_ptr().cast::<u8>(), 0, bytes) };
+            crate::count_pinned(bytes, true);
             ptr
         };
         Ok(PinnedBuffer {
@@ -208,7 +209,9 @@ impl<T> Drop for PinnedBuffer<T> {
         let _ = unsafe { result::ctx::set_current(self.ctx.cu_ctx()) };
         // SAFETY: `ptr` came from `cuMemHostAlloc` and no copy reads it any more (waited above);
         // it is freed once, here.
-        let _ = unsafe { result::free_host(self.ptr.as_ptr().cast()) };
+        if unsafe { result::free_host(self.ptr.as_ptr().cast()) }.is_ok() {
+            crate::count_pinned(self.len * std::mem::size_of::<T>(), false);
+        }
     }
 }
 

@@ -531,7 +531,9 @@ impl GpuBackend {
         let ms = start
             .elapsed_ms(&end)
             .map_err(err("reading the stage's device time"))?;
-        tracing::Span::current().record("gpu_ns", (f64::from(ms) * 1e6).round() as u64);
+        let ns = (f64::from(ms) * 1e6).round() as u64;
+        tracing::Span::current().record("gpu_ns", ns);
+        crate::stage::record_device_time(std::time::Duration::from_nanos(ns));
         Ok(out)
     }
 
