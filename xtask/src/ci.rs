@@ -3,7 +3,7 @@
 //! Formatting, clippy (warnings denied), every test (the golden proofs among them), the daemon
 //! driven by a Python client generated with grpcio-tools, then the GPU side without a GPU: the MSM
 //! kernels run on the host emulator, every kernel compiled with the pinned nvcc (installed from
-//! PyPI when none is found), the field arithmetic checked on the host, clippy over the crates
+//! PyPI when none is found; for sm_80 and sm_90, [`CI_ARCHS`]), the field arithmetic checked on the host, clippy over the crates
 //! built with their `cuda` feature (GPU code that does not compile fails CI too), and the GPU NTT,
 //! the GPU prover and the engine's GPU workers run on the kernel emulator.
 
@@ -27,7 +27,8 @@ pub const CUDA_PACKAGES: [&str; 7] = [
 pub const CUDA_FEATURES: &str =
     "cuzk-gpu/cuda,cuzk-ntt/cuda,cuzk-vram/cuda,cuzk-msm/cuda,cuzk-pce/cuda,cuzk-pipeline/cuda,cuzk/cuda";
 
-/// Target folder of builds with the `cuda` feature, so they do not invalidate the default ones.
+/// Target folder of the release builds with the `cuda` feature (the device pack, the GPU
+/// benchmarks), so that they do not replace the default folder's binaries.
 pub const CUDA_TARGET_DIR: &str = "target/cuda";
 
 /// A Python client generated from the daemon's proto with grpcio-tools (pinned, installed
@@ -46,7 +47,18 @@ pub fn daemon_python_client(sh: &Shell) -> anyhow::Result<()> {
     .context("the Python client of the daemon (crates/daemon/tests/python/client_check.py)")
 }
 
+/// The SASS architectures CI compiles the kernels for: one of each major, so that both virtual
+/// architectures' front ends (compute_80 for sm_80/86/89, compute_90 for sm_90 and the PTX) run
+/// on every kernel. sm_86 and sm_89 take compute_80's PTX through the same ptxas as sm_80; leaving
+/// them out saves two of six compilations. A build for users compiles all four.
+const CI_ARCHS: &str = "80,90";
+
 pub fn run(sh: &Shell) -> anyhow::Result<()> {
+    // For the in-process kernel compilation as well as every cargo build below (the kernel
+    // cache is keyed by the flags, so both compile each set once).
+    if std::env::var_os(cuzk_gpu_build::ARCHS_ENV).is_none() {
+        std::env::set_var(cuzk_gpu_build::ARCHS_ENV, CI_ARCHS);
+    }
     cmd!(sh, "cargo fmt --all -- --check")
         .run()
         .context("formatting differs: run `cargo fmt --all`")?;
@@ -56,9 +68,14 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     )
     .run()
     .context("clippy")?;
-    cmd!(sh, "cargo test --workspace --locked")
+    // Every test and the doctests; the examples are not linked (clippy above checked that they
+    // compile, and each links the filecoin-proofs tree: minutes on a 2-core machine).
+    cmd!(sh, "cargo test --workspace --locked --lib --bins --tests")
         .run()
         .context("tests")?;
+    cmd!(sh, "cargo test --workspace --locked --doc")
+        .run()
+        .context("doctests")?;
     daemon_python_client(sh)?;
     // The MSM kernels' logic (both bucket-sum strategies, every special case) on the host
     // emulator: the same kernel sources, compiled by the C++ compiler.
@@ -92,7 +109,10 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     )
     .run()
     .context("the engine's GPU workers on the kernel emulator")?;
-    let _target = sh.push_env("CARGO_TARGET_DIR", CUDA_TARGET_DIR);
+    // In the default target folder too: the dependencies built above (same features) are reused
+    // rather than built again in `target/cuda`, minutes on a 2-core machine. These builds replace
+    // `target/debug/cuzk` with a build without the daemon (`--no-default-features`), which the
+    // next `cargo build` or `cargo test` puts back.
     cmd!(sh, "cargo clippy {packages...} --no-default-features --features {CUDA_FEATURES} --all-targets --locked -- -D warnings")
         .run()
         .context("clippy with the `cuda` feature")?;
