@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use clap::builder::PossibleValuesParser;
 use cuzk_daemon::client::Client;
 use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus, ProofKind};
 
@@ -126,11 +127,19 @@ enum ClientCommand {
     },
 }
 
+/// `--kind`'s values.
+const JOB_KINDS: [&str; 5] = ["synthetic", "porep", "winning", "window", "snap"];
+
+/// `--priority`'s values: the engine's priorities by name.
+fn priorities() -> [&'static str; 4] {
+    cuzk_daemon::engine::Priority::ALL.map(|p| p.name())
+}
+
 #[derive(clap::Args, Debug, Clone)]
 struct JobArgs {
-    /// synthetic, porep, winning, window or snap (the Filecoin kinds default to the built-in
-    /// 2 KiB jobs; synthetic needs a daemon with `[daemon] allow_synthetic = true`).
-    #[arg(long, default_value = "synthetic")]
+    /// The kind of proof (the Filecoin kinds default to the built-in 2 KiB jobs; synthetic needs
+    /// a daemon with `[daemon] allow_synthetic = true`).
+    #[arg(long, default_value = "synthetic", value_parser = PossibleValuesParser::new(JOB_KINDS))]
     kind: String,
     /// Synthetic: log2 of the circuit size.
     #[arg(long, default_value_t = 10)]
@@ -156,8 +165,9 @@ struct JobArgs {
     /// PoSt or SnapDeals: the job JSON (`cuzk prove winning --help` describes it).
     #[arg(long, value_name = "FILE")]
     input: Option<PathBuf>,
-    /// critical, high, normal or low.
-    #[arg(long, default_value = "normal")]
+    /// The job's priority.
+    #[arg(long, default_value = "normal", ignore_case = true,
+          value_parser = PossibleValuesParser::new(priorities()))]
     priority: String,
     /// An idempotency key.
     #[arg(long)]

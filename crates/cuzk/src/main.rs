@@ -502,3 +502,15 @@ fn print_table(timings: &[PartitionTiming]) {
     }
     println!("{:<14} {:>12.2} {:>7.1}%", "total", total * 1e3, 100.0);
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// The command line's shape: every flag's relations (`requires`, `conflicts_with`), default
+    /// values within their parsers' ranges, no clashing names.
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
+}
