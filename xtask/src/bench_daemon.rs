@@ -47,9 +47,10 @@ pub fn run(sh: &Shell, args: &DaemonArgs) -> anyhow::Result<()> {
     if args.soak {
         return soak(sh, args);
     }
+    cmd!(sh, "cargo build --release --locked -p cuzk --bin cuzk").run()?;
     cmd!(
         sh,
-        "cargo build --release --locked -p cuzk -p cuzk-daemon --example bench_daemon"
+        "cargo build --release --locked -p cuzk-daemon --example bench_daemon"
     )
     .run()?;
     let root = project_root();

@@ -1,8 +1,9 @@
 //! The daemon's costs, for `cargo xtask bench daemon`: a small proof through the daemon
 //! (Prove over the unix socket: journal row and spool file synced, queue, worker, answer)
 //! against the same job run by the library directly (`cuzk_engine::run::run_job`, parameters
-//! hot in both); parameter load cold against hot; and `cuzk client batch` throughput.
-//! Prints a markdown table.
+//! hot in both); parameter load cold against hot; `SubmitProof`'s latency on an idle daemon, beside
+//! a running job, and beside the same job with 1,000 clients awaiting it; and `cuzk client batch`
+//! throughput. Prints a markdown table.
 //!
 //! `bench_daemon --cuzk PATH [--runs N] [--log-size L] [--params DIR]`
 
@@ -56,6 +57,93 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+/// Submits measured one after the other.
+const SUBMITS: usize = 40;
+/// Clients awaiting one job while submits are measured.
+const WAITERS: usize = 1000;
+/// Connections the waiters share (a connection carries at most `max_concurrent_streams`).
+const WAITER_CONNECTIONS: usize = 4;
+
+/// `SUBMITS` submits of small synthetic jobs, one after the other: each one's latency.
+async fn submit_latencies(c: &mut cuzk_daemon::client::Client, log: u32) -> Vec<Duration> {
+    let mut out = Vec::with_capacity(SUBMITS);
+    for seed in 0..SUBMITS as u64 {
+        let start = Instant::now();
+        c.submit_proof(cuzk_daemon::requests::synthetic_request(log, seed, 1))
+            .await
+            .expect("submit");
+        out.push(start.elapsed());
+    }
+    out
+}
+
+/// Median `SubmitProof` latency with the daemon idle, beside a long job, and beside a long job
+/// that `WAITERS` clients await (each kept as a pending `AwaitProof`); each long job is cancelled
+/// after.
+async fn submit_under_waiters(addr: &str, log: u32) -> (Duration, Duration, Duration) {
+    let mut c = cuzk_daemon::client::connect(addr, None)
+        .await
+        .expect("connect");
+    let idle = median(submit_latencies(&mut c, log).await);
+    // A job of many partitions that outlasts the measurement; cancelled once it is taken.
+    let long = |seed| cuzk_daemon::requests::synthetic_request(14, seed, 64);
+    let cancel = |mut c: cuzk_daemon::client::Client, id: String| async move {
+        c.cancel_proof(proto::CancelProofRequest { job_id: id })
+            .await
+            .expect("cancel");
+    };
+    let busy_job = c
+        .submit_proof(long(1))
+        .await
+        .expect("submit")
+        .into_inner()
+        .job_id;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let busy = median(submit_latencies(&mut c, log).await);
+    cancel(c.clone(), busy_job).await;
+
+    let awaited = c
+        .submit_proof(long(2))
+        .await
+        .expect("submit")
+        .into_inner()
+        .job_id;
+    let mut connections = Vec::new();
+    for _ in 0..WAITER_CONNECTIONS {
+        connections.push(
+            cuzk_daemon::client::connect(addr, None)
+                .await
+                .expect("connect"),
+        );
+    }
+    let waiters: Vec<_> = (0..WAITERS)
+        .map(|i| {
+            let mut w = connections[i % WAITER_CONNECTIONS].clone();
+            let job_id = awaited.clone();
+            tokio::spawn(async move {
+                let _ = w
+                    .await_proof(proto::AwaitProofRequest {
+                        job_id,
+                        timeout_ms: 0,
+                    })
+                    .await;
+            })
+        })
+        .collect();
+    // Every waiter's request reaches the daemon before the measurement.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let under = median(submit_latencies(&mut c, log).await);
+    assert!(
+        waiters.iter().all(|w| !w.is_finished()),
+        "the awaited job ended before the measurement did"
+    );
+    cancel(c.clone(), awaited).await;
+    for w in waiters {
+        let _ = w.await;
+    }
+    (idle, busy, under)
 }
 
 fn main() {
@@ -188,6 +276,8 @@ fn main() {
         .args(["--kind", "synthetic", "--log-size", &log.to_string()])
         .output()
         .expect("cuzk client batch");
+    // Last: its submits leave small jobs queued behind the cancelled long ones.
+    let submits = rt.block_on(submit_under_waiters(&addr, log));
     let _ = Command::new("kill")
         .args(["-TERM", &daemon.id().to_string()])
         .status();
@@ -216,6 +306,16 @@ fn main() {
         .map(|(cold, hot)| format!("; `porep-2k` {cold} / {hot} ms"))
         .unwrap_or_default();
     println!("| parameter load, cold / hot | `synthetic-{log}` {cold_ms} / {hot_ms} ms{porep} |");
+    let (idle, busy, under) = submits;
+    println!(
+        "| `SubmitProof` median of {SUBMITS}: idle / beside a running job / beside it with \
+         {WAITERS} clients awaiting it (goal: within 2× of idle) | {:.2} / {:.2} / {:.2} ms \
+         ({:.2}×) |",
+        ms(idle),
+        ms(busy),
+        ms(under),
+        under.as_secs_f64() / idle.as_secs_f64()
+    );
     // Its first line: proofs done, wall and throughput.
     let text = String::from_utf8_lossy(&batch.stdout);
     println!(
