@@ -93,9 +93,6 @@ fn pce_error(e: cuzk_pce::PceError) -> EngineError {
     EngineError::Filecoin(FilecoinError::Pce(e))
 }
 
-/// filecoin-ffi's sector sizes, indexed by a registered proof's number modulo 5.
-const SECTOR_SIZES: [u64; 5] = [2 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30];
-
 /// Flags a running job's owner sets; the job stops at its next partition boundary.
 #[derive(Debug, Default)]
 pub struct JobControl {
@@ -182,7 +179,8 @@ fn post_sector_size(r: &JobRequest) -> Result<u64, EngineError> {
             r.registered_proof
         )));
     }
-    let from_proof = SECTOR_SIZES[(r.registered_proof % 5) as usize];
+    // filecoin-ffi's sector sizes, indexed by a registered proof's number modulo 5.
+    let from_proof = cuzk_filecoin::registered::SECTOR_SIZES[(r.registered_proof % 5) as usize];
     if r.sector_size != 0 && r.sector_size != from_proof {
         return Err(EngineError::InvalidRequest(format!(
             "sector size {} does not match the {what} {} ({} bytes)",
