@@ -79,9 +79,7 @@ pub fn run(sh: &Shell, args: &DaemonArgs) -> anyhow::Result<()> {
 
 /// The 2 KiB parameters' folder (cuzk's test setup, seed 0), shared with the tests.
 fn params_dir() -> anyhow::Result<String> {
-    let home = std::env::var("HOME").context("HOME")?;
-    let cache = std::env::var("CUZK_CACHE_DIR").unwrap_or_else(|_| format!("{home}/.cache/cuzk"));
-    Ok(format!("{cache}/filecoin-params/seed-0"))
+    Ok(crate::filecoin::param_dir()?.display().to_string())
 }
 
 fn soak(sh: &Shell, args: &DaemonArgs) -> anyhow::Result<()> {

@@ -11,7 +11,6 @@
 //! pointed at.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -79,7 +78,8 @@ pub fn run(sh: &Shell, args: &FilecoinArgs) -> anyhow::Result<()> {
     let release = target_dir().join("release");
     let cuzk = release.join("cuzk");
     let fp_c2 = release.join("examples/fp_c2");
-    let params = param_dir()?;
+    // Where both provers find the parameters, as `cuzk prove` chooses.
+    let params = crate::filecoin::param_dir()?;
     let work = target_dir().join("bench-filecoin");
     std::fs::create_dir_all(&work)?;
 
@@ -169,22 +169,6 @@ pub fn run(sh: &Shell, args: &FilecoinArgs) -> anyhow::Result<()> {
     );
     println!("\n{body}");
     write_section("bench-filecoin", &body)
-}
-
-/// cuzk's parameter folder, where both provers find the parameters: filecoin-proofs' variable
-/// if set, else cuzk's cache (`$CUZK_CACHE_DIR` or `~/.cache/cuzk`, then
-/// `filecoin-params/seed-0`), as `cuzk prove` chooses.
-fn param_dir() -> anyhow::Result<PathBuf> {
-    if let Some(dir) = std::env::var_os("FIL_PROOFS_PARAMETER_CACHE") {
-        return Ok(PathBuf::from(dir));
-    }
-    let root = match std::env::var_os("CUZK_CACHE_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => {
-            Path::new(&std::env::var_os("HOME").context("HOME is not set")?).join(".cache/cuzk")
-        }
-    };
-    Ok(root.join("filecoin-params/seed-0"))
 }
 
 /// "1 partition, 2,687,961 constraints" from `cuzk prove`'s partition lines.

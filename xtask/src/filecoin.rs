@@ -7,7 +7,22 @@
 //! - `params [--sector-size 2KiB] [--kind all] [--dir DIR]` runs `cuzk params` (release):
 //!   cuzk's setup for the test sizes, under filecoin-proofs' file names, kept when they exist.
 
+use std::path::PathBuf;
+
+use anyhow::Context;
 use xshell::{cmd, Shell};
+
+/// The Filecoin parameters' folder that `cuzk prove` and `cuzk params` choose by default, where
+/// the benchmarks find the test parameters: filecoin-proofs' `$FIL_PROOFS_PARAMETER_CACHE` if
+/// set, else `filecoin-params/seed-0` in cuzk's cache folder ([`cuzk_gpu_build::cache_root`]).
+pub fn param_dir() -> anyhow::Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    let root = cuzk_gpu_build::cache_root()
+        .context("no cache folder: set CUZK_CACHE_DIR (or XDG_CACHE_HOME or HOME)")?;
+    Ok(root.join("filecoin-params/seed-0"))
+}
 
 /// `cargo xtask gen-vanilla`'s arguments.
 #[derive(clap::Args, Debug)]
@@ -31,7 +46,7 @@ pub struct ParamsArgs {
     #[arg(long, default_value = "all")]
     kind: String,
     /// Parameter folder; default: $FIL_PROOFS_PARAMETER_CACHE, else cuzk's cache
-    /// (filecoin-params/seed-0 under $CUZK_CACHE_DIR or ~/.cache/cuzk).
+    /// (filecoin-params/seed-0 under $CUZK_CACHE_DIR, $XDG_CACHE_HOME/cuzk or ~/.cache/cuzk).
     #[arg(long)]
     dir: Option<String>,
 }

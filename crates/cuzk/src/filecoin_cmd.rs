@@ -42,7 +42,7 @@ pub struct ParamsArgs {
     #[arg(long, default_value = "all", value_parser = parse_kinds)]
     kind: KindChoice,
     /// Parameter folder (filecoin-proofs' layout); default: $FIL_PROOFS_PARAMETER_CACHE, else
-    /// cuzk's cache ($CUZK_CACHE_DIR or ~/.cache/cuzk)/filecoin-params/seed-0.
+    /// cuzk's cache ($CUZK_CACHE_DIR, $XDG_CACHE_HOME/cuzk or ~/.cache/cuzk)/filecoin-params/seed-0.
     #[arg(long)]
     dir: Option<PathBuf>,
 }
@@ -105,13 +105,9 @@ fn param_dir(flag: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
     if let Some(dir) = std::env::var_os("FIL_PROOFS_PARAMETER_CACHE") {
         return Ok(PathBuf::from(dir));
     }
-    let root = match std::env::var_os("CUZK_CACHE_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(
-            std::env::var_os("HOME").context("neither CUZK_CACHE_DIR nor HOME is set")?,
-        )
-        .join(".cache/cuzk"),
-    };
+    let root = cuzk_gpu_build::cache_root().context(
+        "no cache folder: set CUZK_CACHE_DIR (or XDG_CACHE_HOME or HOME), or pass --dir",
+    )?;
     Ok(root.join(format!("filecoin-params/seed-{PARAMS_SEED}")))
 }
 

@@ -13,18 +13,11 @@ use crate::error::PceError;
 use crate::format;
 use crate::record::record;
 
-/// The default cache folder: `$CUZK_CACHE_DIR/pce`, else `$XDG_CACHE_HOME/cuzk/pce`, else
-/// `~/.cache/cuzk/pce` (the same root as the kernel cache), or `None` where none is set.
+/// The default cache folder: `pce` under cuzk's cache folder ([`cuzk_gpu_build::cache_root`]:
+/// `$CUZK_CACHE_DIR`, else `$XDG_CACHE_HOME/cuzk`, else `~/.cache/cuzk`, the kernel cache's
+/// root), or `None` where none is set.
 pub fn default_dir() -> Option<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    let root = if let Some(dir) = var("CUZK_CACHE_DIR") {
-        PathBuf::from(dir)
-    } else if let Some(dir) = var("XDG_CACHE_HOME") {
-        PathBuf::from(dir).join("cuzk")
-    } else {
-        PathBuf::from(var("HOME")?).join(".cache").join("cuzk")
-    };
-    Some(root.join("pce"))
+    cuzk_gpu_build::cache_root().map(|root| root.join("pce"))
 }
 
 /// How [`PceCache::load_or_record`] got its circuit.
