@@ -30,7 +30,7 @@ const DEFAULT_WINDOW: &str = include_str!("../../../testdata/filecoin/window-2Ki
 const DEFAULT_SNAP: &str = include_str!("../../../testdata/filecoin/snap-2KiB.json");
 
 /// The seed of the test parameters cuzk generates; the cache folder is named by it.
-pub const PARAMS_SEED: u64 = 0;
+pub use cuzk_filecoin::params::TEST_PARAMS_SEED as PARAMS_SEED;
 
 #[derive(clap::Args, Debug)]
 pub struct ParamsArgs {
@@ -105,10 +105,8 @@ fn param_dir(flag: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
     if let Some(dir) = std::env::var_os("FIL_PROOFS_PARAMETER_CACHE") {
         return Ok(PathBuf::from(dir));
     }
-    let root = cuzk_gpu_build::cache_root().context(
-        "no cache folder: set CUZK_CACHE_DIR (or XDG_CACHE_HOME or HOME), or pass --dir",
-    )?;
-    Ok(root.join(format!("filecoin-params/seed-{PARAMS_SEED}")))
+    cuzk_filecoin::params::test_params_dir()
+        .context("no cache folder: set CUZK_CACHE_DIR (or XDG_CACHE_HOME or HOME), or pass --dir")
 }
 
 pub fn params(args: &ParamsArgs) -> anyhow::Result<()> {

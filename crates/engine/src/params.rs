@@ -33,7 +33,7 @@ use crate::EngineError;
 
 /// The seed of generated test parameters (the same as `cuzk params` and `cuzk prove`, so they
 /// share the cache folder).
-pub const TEST_PARAMS_SEED: u64 = 0;
+pub use cuzk_filecoin::params::TEST_PARAMS_SEED;
 
 /// Largest sector size whose parameters may be generated (test sizes only).
 const MAX_GENERATED_SECTOR: u64 = 8 << 20;

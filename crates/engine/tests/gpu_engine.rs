@@ -317,17 +317,11 @@ fn a_filecoin_job_spreads_to_another_device() {
     e.shutdown(Duration::from_secs(10));
 }
 
-/// The shared 2 KiB parameter folder of cuzk's CLI and tests (`$CUZK_CACHE_DIR`, else
-/// `~/.cache/cuzk`, then `filecoin-params/seed-0`), where filecoin-proofs' verifiers are told to
-/// read the verifying keys.
+/// The shared 2 KiB parameter folder of cuzk's CLI and tests
+/// ([`cuzk_engine::filecoin::params::test_params_dir`]), where filecoin-proofs' verifiers are told
+/// to read the verifying keys.
 fn filecoin_params_dir() -> std::path::PathBuf {
-    let dir = std::env::var_os("CUZK_CACHE_DIR")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/cuzk"))
-        })
-        .expect("CUZK_CACHE_DIR or HOME")
-        .join("filecoin-params/seed-0");
+    let dir = cuzk_engine::filecoin::params::test_params_dir().expect("CUZK_CACHE_DIR or HOME");
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
     dir
 }

@@ -6,8 +6,8 @@
 //! proves WindowPoSt alone; the 2 KiB PoRep (about 2.7M constraints) and SnapDeals circuits
 //! are far larger and stay with the CPU tests of cuzk-filecoin.
 //!
-//! The parameters are cuzk's (seed 0) in the shared cache folder (`$CUZK_CACHE_DIR`, else
-//! `~/.cache/cuzk`, then `filecoin-params/seed-0`), made there when missing; the job files are
+//! The parameters are cuzk's (seed 0) in the shared cache folder
+//! (`cuzk_filecoin::params::test_params_dir`), made there when missing; the job files are
 //! built into the binary, so it runs from any folder. Skips (and passes) without a device.
 #![cfg(feature = "cuda")]
 
@@ -29,11 +29,7 @@ const WINDOW: &str = include_str!("../../../testdata/filecoin/window-2KiB.json")
 
 /// The shared parameter folder of cuzk's CLI and tests.
 fn params_dir() -> PathBuf {
-    std::env::var_os("CUZK_CACHE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/cuzk")))
-        .expect("CUZK_CACHE_DIR or HOME")
-        .join("filecoin-params/seed-0")
+    cuzk_engine::filecoin::params::test_params_dir().expect("CUZK_CACHE_DIR or HOME")
 }
 
 /// r and s of partition `k`.

@@ -34,6 +34,18 @@ use crate::registered::format_sector_size;
 /// filecoin-proofs' default parameter folder.
 pub const DEFAULT_PARAMETER_CACHE: &str = "/var/tmp/filecoin-proof-parameters";
 
+/// The seed of the test parameters cuzk's setup makes for the test sector sizes (`cuzk params`,
+/// `cuzk prove`, the daemon's `generate_test_params`, the tests), which names their folder.
+pub const TEST_PARAMS_SEED: u64 = 0;
+
+/// The folder the test parameters are made in and shared from: `filecoin-params/seed-0` in cuzk's
+/// cache folder ([`cuzk_gpu_build::cache_root`]: `$CUZK_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/cuzk`, else `~/.cache/cuzk`); `None` where none of them is set.
+pub fn test_params_dir() -> Option<PathBuf> {
+    cuzk_gpu_build::cache_root()
+        .map(|root| root.join(format!("filecoin-params/seed-{TEST_PARAMS_SEED}")))
+}
+
 /// The three files of one circuit's parameters.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParamFiles {

@@ -19,11 +19,7 @@ pub const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/
 /// The shared 2 KiB parameter folder (the one `cuzk prove` and cuzk-filecoin's tests use),
 /// where filecoin-proofs' verifiers read the verifying keys.
 pub fn filecoin_params_dir() -> PathBuf {
-    let root = std::env::var_os("CUZK_CACHE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/cuzk")))
-        .expect("CUZK_CACHE_DIR or HOME");
-    let dir = root.join("filecoin-params/seed-0");
+    let dir = cuzk_filecoin::params::test_params_dir().expect("CUZK_CACHE_DIR or HOME");
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
     dir
 }

@@ -4,9 +4,9 @@
 Usage: client_check.py --cuzk PATH/TO/cuzk
 
 Installs pinned grpcio, grpcio-tools and protobuf into a virtual environment in cuzk's cache
-folder ($CUZK_CACHE_DIR or ~/.cache/cuzk) on first use, generates the Python stubs from
-crates/daemon/proto into a temporary folder, starts `cuzk daemon` on a temporary data folder
-(unix socket), and drives SubmitProof, AwaitProof, Prove, CancelProof, GetStatus, GetMetrics,
+folder ($CUZK_CACHE_DIR, $XDG_CACHE_HOME/cuzk or ~/.cache/cuzk) on first use, generates the
+Python stubs from crates/daemon/proto into a temporary folder, starts `cuzk daemon` on a
+temporary data folder (unix socket), and drives SubmitProof, AwaitProof, Prove, CancelProof, GetStatus, GetMetrics,
 PreloadSRS, EvictSRS and the health service over it, checking each answer. Every wait is
 bounded. Exits non-zero on the first failed check.
 """
@@ -27,7 +27,12 @@ PROTO_ROOT = HERE.parent.parent / "proto"
 
 
 def cache_dir() -> pathlib.Path:
-    root = os.environ.get("CUZK_CACHE_DIR") or os.path.join(os.environ["HOME"], ".cache", "cuzk")
+    # cuzk's cache folder, as cuzk_gpu_build::cache_root chooses it.
+    root = os.environ.get("CUZK_CACHE_DIR") or (
+        os.path.join(os.environ["XDG_CACHE_HOME"], "cuzk")
+        if os.environ.get("XDG_CACHE_HOME")
+        else os.path.join(os.environ["HOME"], ".cache", "cuzk")
+    )
     return pathlib.Path(root) / ("py-grpc-" + "-".join(p.split("==")[1] for p in PINNED))
 
 

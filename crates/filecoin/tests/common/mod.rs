@@ -28,15 +28,11 @@ pub fn hex32(v: &serde_json::Value) -> [u8; 32] {
     cuzk_filecoin::jobs::decode_hex32("a 32-byte value", v.as_str().expect("a string")).unwrap()
 }
 
-/// The per-machine parameter folder the CLI uses (`$CUZK_CACHE_DIR`, else `~/.cache/cuzk`, then
-/// `filecoin-params/seed-0`), also named as filecoin-proofs' parameter cache so that its
-/// verifiers find the verifying keys there.
+/// The per-machine parameter folder the CLI uses ([`cuzk_filecoin::params::test_params_dir`]),
+/// also named as filecoin-proofs' parameter cache so that its verifiers find the verifying keys
+/// there.
 pub fn params_dir() -> PathBuf {
-    let root = std::env::var_os("CUZK_CACHE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/cuzk")))
-        .expect("CUZK_CACHE_DIR or HOME");
-    let dir = root.join("filecoin-params/seed-0");
+    let dir = cuzk_filecoin::params::test_params_dir().expect("CUZK_CACHE_DIR or HOME");
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
     dir
 }
