@@ -3,9 +3,10 @@
 //! Formatting, clippy (warnings denied), every test (the golden proofs among them), the daemon
 //! driven by a Python client generated with grpcio-tools, then the GPU side without a GPU: the MSM
 //! kernels run on the host emulator, every kernel compiled with the pinned nvcc (installed from
-//! PyPI when none is found; for sm_80 and sm_90, [`CI_ARCHS`]), the field arithmetic checked on the host, clippy over the crates
-//! built with their `cuda` feature (GPU code that does not compile fails CI too), and the GPU NTT,
-//! the GPU prover and the engine's GPU workers run on the kernel emulator.
+//! PyPI when none is found; for sm_80 and sm_90, [`CI_ARCHS`]), the field arithmetic checked on
+//! the host, clippy over the crates built with their `cuda` feature (GPU code that does not
+//! compile fails CI too), and the GPU NTT, the GPU prover and the engine's GPU workers run on the
+//! kernel emulator.
 
 use anyhow::Context;
 use xshell::{cmd, Shell};

@@ -212,8 +212,6 @@ impl Chosen {
     }
 }
 
-/// Each worker proves on a thread of its own, taking the next partition from `partitions`
-/// whenever it is idle, until the sender hangs up.
 /// One partition's proof, its stage times and when it was done.
 pub struct Proved {
     pub proof: Proof,
@@ -221,6 +219,8 @@ pub struct Proved {
     pub finished: Instant,
 }
 
+/// Each worker proves on a thread of its own, taking the next partition from `partitions`
+/// whenever it is idle, until the sender hangs up.
 fn on_workers<B: Backend>(
     provers: &[Prover<B>],
     params: &Parameters,

@@ -127,8 +127,15 @@ enum ClientCommand {
     },
 }
 
-/// `--kind`'s values.
-const JOB_KINDS: [&str; 5] = ["synthetic", "porep", "winning", "window", "snap"];
+/// `--kind`: the kind of proof a client job asks for.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum JobKind {
+    Synthetic,
+    Porep,
+    Winning,
+    Window,
+    Snap,
+}
 
 /// `--priority`'s values: the engine's priorities by name.
 fn priorities() -> [&'static str; 4] {
@@ -139,8 +146,8 @@ fn priorities() -> [&'static str; 4] {
 struct JobArgs {
     /// The kind of proof (the Filecoin kinds default to the built-in 2 KiB jobs; synthetic needs
     /// a daemon with `[daemon] allow_synthetic = true`).
-    #[arg(long, default_value = "synthetic", value_parser = PossibleValuesParser::new(JOB_KINDS))]
-    kind: String,
+    #[arg(long, value_enum, default_value_t = JobKind::Synthetic)]
+    kind: JobKind,
     /// Synthetic: log2 of the circuit size.
     #[arg(long, default_value_t = 10)]
     log_size: u32,
@@ -188,9 +195,9 @@ impl JobArgs {
                 None => Ok(default.to_string()),
             }
         };
-        let mut r = match self.kind.as_str() {
-            "synthetic" => rq::synthetic_request(self.log_size, self.seed, self.partitions),
-            "porep" => match &self.c1 {
+        let mut r = match self.kind {
+            JobKind::Synthetic => rq::synthetic_request(self.log_size, self.seed, self.partitions),
+            JobKind::Porep => match &self.c1 {
                 Some(path) => rq::porep_request(
                     std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
                     self.miner_id.context("--miner-id is required with --c1")?,
@@ -204,10 +211,11 @@ impl JobArgs {
                     self.registered_proof,
                 ),
             },
-            "winning" => rq::post_request(&read(DEFAULT_WINNING)?, ProofKind::WinningPost)?,
-            "window" => rq::post_request(&read(DEFAULT_WINDOW)?, ProofKind::WindowPostPartition)?,
-            "snap" => rq::snap_request(&read(DEFAULT_SNAP)?)?,
-            other => bail!("unknown kind {other:?} (synthetic, porep, winning, window, snap)"),
+            JobKind::Winning => rq::post_request(&read(DEFAULT_WINNING)?, ProofKind::WinningPost)?,
+            JobKind::Window => {
+                rq::post_request(&read(DEFAULT_WINDOW)?, ProofKind::WindowPostPartition)?
+            }
+            JobKind::Snap => rq::snap_request(&read(DEFAULT_SNAP)?)?,
         };
         let priority = cuzk_daemon::engine::Priority::parse(&self.priority)
             .with_context(|| format!("unknown priority {:?}", self.priority))?;
