@@ -56,7 +56,9 @@ mod soak {
     use cuzk_daemon::engine::filecoin::{jobs::decode_hex32, prover_id, RegisteredSealProof};
     use cuzk_daemon::engine::params::{Circuit, ParamConfig, ParamManager};
     use cuzk_daemon::engine::synthetic::SyntheticInput;
-    use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus, ProofKind};
+    use cuzk_daemon::engine::JobRequest;
+    use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus};
+    use cuzk_daemon::service::wire_request;
     use cuzk_daemon::tonic::Code;
 
     const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filecoin");
@@ -195,28 +197,27 @@ mod soak {
 
     impl Inputs {
         fn read() -> anyhow::Result<Self> {
-            use cuzk_daemon::requests;
+            use cuzk_daemon::engine::filecoin::{PostJobFile, SnapJobFile};
             let c1 = testdata("porep-2KiB.c1.json")?.into_bytes();
-            let mut porep = requests::porep_request(c1, 1000, 1, 5);
+            let mut porep = JobRequest::porep(c1, 1000, 1, 5);
             porep.sector_size = 2048;
+            let post = |file: &str, kind| -> anyhow::Result<proto::SubmitProofRequest> {
+                let file = PostJobFile::parse(&testdata(file)?)?;
+                Ok(wire_request(JobRequest::post(file, kind)?))
+            };
+            let snap = SnapJobFile::parse(&testdata("snap-2KiB.json")?)?;
             Ok(Inputs {
-                winning: requests::post_request(
-                    &testdata("winning-2KiB.json")?,
-                    ProofKind::WinningPost,
-                )?,
-                window: requests::post_request(
-                    &testdata("window-2KiB.json")?,
-                    ProofKind::WindowPostPartition,
-                )?,
-                snap: requests::snap_request(&testdata("snap-2KiB.json")?)?,
-                porep,
+                winning: post("winning-2KiB.json", PostKind::Winning)?,
+                window: post("window-2KiB.json", PostKind::Window)?,
+                snap: wire_request(JobRequest::snap(snap)?),
+                porep: wire_request(porep),
             })
         }
 
         fn request(&self, kind: Kind, log_size: u32) -> proto::SubmitProofRequest {
             match kind {
                 Kind::Synthetic { seed, partitions } => {
-                    cuzk_daemon::requests::synthetic_request(log_size, seed, partitions)
+                    wire_request(JobRequest::synthetic(log_size, seed, partitions))
                 }
                 Kind::Winning => self.winning.clone(),
                 Kind::Window => self.window.clone(),

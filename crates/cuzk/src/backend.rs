@@ -13,6 +13,7 @@ use cuzk::groth16::{Parameters, Proof};
 use cuzk::pipeline::{
     Backend, CpuBackend, JobContext, PartitionInput, PartitionTiming, Prover, ProverConfig,
 };
+use cuzk_interlock::PolicyKind;
 
 /// What the user asked for.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,15 +26,13 @@ pub enum Choice {
     Auto,
 }
 
-/// How the workers of a GPU take turns (`--policy`).
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PolicyChoice {
-    /// One worker on the device at a time (the incumbent's single lock).
-    Single,
-    /// A staging lock and a compute lock.
-    Two,
-    /// Any worker whose footprint fits the device's memory (the default).
-    Budget,
+/// `--policy`: how the workers of a GPU take turns, by cuzk-interlock's short names.
+pub fn policy_parser() -> impl clap::builder::TypedValueParser<Value = PolicyKind> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(
+        PolicyKind::ALL.map(|p| PossibleValue::new(p.short_name()).help(p.summary())),
+    )
+    .map(|name| PolicyKind::from_short_name(&name).expect("one of the possible values"))
 }
 
 /// The backend chosen: one prover per worker.
@@ -49,20 +48,15 @@ pub fn open(
     choice: Choice,
     device: usize,
     workers: usize,
-    policy: PolicyChoice,
+    policy: PolicyKind,
 ) -> anyhow::Result<Chosen> {
     if choice == Choice::Cpu {
         return Ok(Chosen::Cpu(workers));
     }
     #[cfg(feature = "cuda")]
     {
-        use cuzk::pipeline::gpu::{GpuBackend, GpuConfig, PolicyKind};
-        let kind = match policy {
-            PolicyChoice::Single => PolicyKind::SingleLock,
-            PolicyChoice::Two => PolicyKind::TwoLock,
-            PolicyChoice::Budget => PolicyKind::VramBudget,
-        };
-        match GpuBackend::workers(device, GpuConfig::default(), workers, kind) {
+        use cuzk::pipeline::gpu::{GpuBackend, GpuConfig};
+        match GpuBackend::workers(device, GpuConfig::default(), workers, policy) {
             Ok(gpus) => Ok(Chosen::Gpu(gpus)),
             Err(e) if choice == Choice::Auto => {
                 eprintln!("no usable GPU ({e}); proving on the CPU");

@@ -7,13 +7,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use clap::builder::PossibleValuesParser;
 use cuzk_daemon::client::Client;
-use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus, ProofKind};
-
-/// The built-in jobs (`testdata/filecoin/`), as `cuzk prove` uses them.
-const DEFAULT_C1: &[u8] = include_bytes!("../../../testdata/filecoin/porep-2KiB.c1.json");
-const DEFAULT_WINNING: &str = include_str!("../../../testdata/filecoin/winning-2KiB.json");
-const DEFAULT_WINDOW: &str = include_str!("../../../testdata/filecoin/window-2KiB.json");
-const DEFAULT_SNAP: &str = include_str!("../../../testdata/filecoin/snap-2KiB.json");
+use cuzk_daemon::engine::filecoin::post::PostKind;
+use cuzk_daemon::engine::JobRequest;
+use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus};
 
 #[derive(clap::Args, Debug)]
 pub struct DaemonArgs {
@@ -186,37 +182,23 @@ struct JobArgs {
 
 impl JobArgs {
     fn request(&self) -> anyhow::Result<proto::SubmitProofRequest> {
-        use cuzk_daemon::requests as rq;
-        let read = |default: &str| -> anyhow::Result<String> {
-            match &self.input {
-                Some(p) => {
-                    std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))
-                }
-                None => Ok(default.to_string()),
-            }
+        use crate::filecoin_cmd as jobs;
+        let (request, _) = match self.kind {
+            JobKind::Synthetic => (
+                JobRequest::synthetic(self.log_size, self.seed, self.partitions),
+                String::new(),
+            ),
+            JobKind::Porep => jobs::porep_request(
+                &self.c1,
+                self.miner_id,
+                self.sector,
+                (self.registered_proof != 0).then_some(self.registered_proof),
+            )?,
+            JobKind::Winning => jobs::post_request(&self.input, PostKind::Winning)?,
+            JobKind::Window => jobs::post_request(&self.input, PostKind::Window)?,
+            JobKind::Snap => jobs::snap_request(&self.input)?,
         };
-        let mut r = match self.kind {
-            JobKind::Synthetic => rq::synthetic_request(self.log_size, self.seed, self.partitions),
-            JobKind::Porep => match &self.c1 {
-                Some(path) => rq::porep_request(
-                    std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
-                    self.miner_id.context("--miner-id is required with --c1")?,
-                    self.sector.context("--sector is required with --c1")?,
-                    self.registered_proof,
-                ),
-                None => rq::porep_request(
-                    DEFAULT_C1.to_vec(),
-                    self.miner_id.unwrap_or(1000),
-                    self.sector.unwrap_or(1),
-                    self.registered_proof,
-                ),
-            },
-            JobKind::Winning => rq::post_request(&read(DEFAULT_WINNING)?, ProofKind::WinningPost)?,
-            JobKind::Window => {
-                rq::post_request(&read(DEFAULT_WINDOW)?, ProofKind::WindowPostPartition)?
-            }
-            JobKind::Snap => rq::snap_request(&read(DEFAULT_SNAP)?)?,
-        };
+        let mut r = cuzk_daemon::service::wire_request(request);
         let priority = cuzk_daemon::engine::Priority::parse(&self.priority)
             .with_context(|| format!("unknown priority {:?}", self.priority))?;
         r.priority = priority.number();

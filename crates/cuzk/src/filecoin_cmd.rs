@@ -1,22 +1,20 @@
 //! `cuzk params` and `cuzk prove porep|winning|window|snap`: Filecoin's proofs from a C1 output
-//! or a job file of vanilla proofs (`cuzk_filecoin::jobs`), proven by cuzk's pipeline and
-//! checked as filecoin-proofs checks them.
+//! or a job file of vanilla proofs (`cuzk_filecoin::jobs`), proven by the engine in this
+//! process (`cuzk_engine::local`: the daemon's checks, workers and pre-compiled circuits, with
+//! no journal) on the GPU when there is one, each proof verified as filecoin-proofs verifies it.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
-use cuzk::field::Scalar;
-use cuzk::pipeline::{
-    CpuBackend, JobContext, PartitionInput, PartitionTiming, Prover, ProverConfig,
-};
+use cuzk_engine::job::JobControl;
+use cuzk_engine::run::{PceStore, RunResult};
+use cuzk_engine::{JobRequest, ParamConfig, ParamManager, ProofBackend};
 use cuzk_filecoin::post::PostKind;
-use cuzk_filecoin::{
-    C1Output, CircuitKind, FilecoinProof, PorepJob, PostJobFile, RegisteredSealProof, SectorId,
-    SnapJobFile,
-};
-use cuzk_groth16::{Parameters, Proof};
-use ff::Field;
+use cuzk_filecoin::{C1Summary, CircuitKind, PostJobFile, RegisteredSealProof, SnapJobFile};
+
+use crate::backend::{Choice, Chosen};
 
 /// The built-in job: a 2 KiB sector sealed by filecoin-proofs (`testdata/filecoin/`, made by
 /// `cargo run -p cuzk-filecoin --example gen_vanilla`), miner 1000, sector 1.
@@ -73,13 +71,8 @@ pub struct PorepArgs {
     /// filecoin-ffi's registered seal proof number, for C1 JSON that does not name one.
     #[arg(long)]
     registered_proof: Option<u64>,
-    /// Write the proof bytes (192 per partition) here.
-    #[arg(long, value_name = "FILE")]
-    out: Option<PathBuf>,
-    /// Parameter folder (see `cuzk params --help`). Test sizes (2KiB, 8MiB) are generated on
-    /// first use.
-    #[arg(long)]
-    params: Option<PathBuf>,
+    #[command(flatten)]
+    run: RunArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -89,12 +82,43 @@ pub struct PostArgs {
     /// `winning-*.json`, `window-*.json`); default: the built-in 2 KiB sector.
     #[arg(long, value_name = "FILE")]
     input: Option<PathBuf>,
-    /// Write the proof bytes here.
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// Where and how every `cuzk prove` job runs.
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// Write the proof bytes here (192 per partition).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
-    /// Parameter folder (see `cuzk params --help`); test sizes are generated on first use.
+    /// Parameter folder (see `cuzk params --help`). Test sizes (2KiB, 8MiB) are generated on
+    /// first use.
     #[arg(long)]
     params: Option<PathBuf>,
+    /// Where to prove: the GPU when one is usable (a build with `--features cuda`), else the
+    /// CPU; or the one named.
+    #[arg(long, value_enum, default_value_t = Choice::Auto)]
+    backend: Choice,
+    /// The GPU's CUDA ordinal.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// Workers: the first synthesises the job's partitions and the others prove them as they
+    /// are made (alone, it proves them too) [default: 2 on a GPU, 1 on the CPU].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
+    workers: Option<u64>,
+    /// How a GPU's workers take turns.
+    #[arg(long, default_value = "budget", value_parser = crate::backend::policy_parser())]
+    policy: cuzk_interlock::PolicyKind,
+    /// Synthesise from the circuit's pre-compiled constraints (recorded on its first use, then
+    /// read from the folder): the witness alone is computed per partition, and a GPU makes
+    /// a, b, c itself.
+    #[arg(long)]
+    pce: bool,
+    /// The pre-compiled circuits' folder [default: $CUZK_CACHE_DIR/pce,
+    /// $XDG_CACHE_HOME/cuzk/pce or ~/.cache/cuzk/pce].
+    #[arg(long, value_name = "DIR", requires = "pce")]
+    pce_dir: Option<PathBuf>,
 }
 
 /// The parameter folder: the flag, filecoin-proofs' variable, or cuzk's cache.
@@ -164,85 +188,152 @@ fn job_text(input: &Option<PathBuf>, default: &str) -> anyhow::Result<String> {
     }
 }
 
-pub fn post(args: &PostArgs, kind: PostKind) -> anyhow::Result<()> {
+/// The engine's request for a WinningPoSt or WindowPoSt job file (the built-in one without
+/// `input`), and a line naming it.
+pub fn post_request(
+    input: &Option<PathBuf>,
+    kind: PostKind,
+) -> anyhow::Result<(JobRequest, String)> {
     let default = match kind {
         PostKind::Winning => DEFAULT_WINNING,
         PostKind::Window => DEFAULT_WINDOW,
     };
-    let file = PostJobFile::parse(&job_text(&args.input, default)?).context("the job file")?;
-    println!(
-        "cuzk prove: {kind:?}PoSt {} (miner {}, partition {}), backend cpu ({} threads)",
+    let file = PostJobFile::parse(&job_text(input, default)?).context("the job file")?;
+    let what = format!(
+        "{kind:?}PoSt {} (miner {}, partition {})",
         cuzk_filecoin::registered::format_sector_size(file.sector_size),
         file.miner_id,
-        file.partition_index,
-        rayon::current_num_threads()
+        file.partition_index
     );
-    let dir = prove_params(&args.params, kind.into(), file.sector_size)?;
-    let (mut prove, timings) = pipeline_prover();
-    let start = Instant::now();
-    let proof = file.job(kind).prove(&dir, &mut prove)?;
-    let timings = timings.borrow().clone();
-    report(&proof, &timings, start.elapsed(), &args.out)
+    Ok((JobRequest::post(file, kind)?, what))
 }
 
-/// `cuzk prove snap`: the job as JSON `{"sector_size", "comm_r_old", "comm_r_new",
-/// "comm_d_new" (hex), "vanilla_proofs": [base64 of bincode PartitionProof, ...]}`
-/// (gen_vanilla's `snap-*.json`), default the built-in 2 KiB update.
-pub fn snap(args: &PostArgs) -> anyhow::Result<()> {
-    let file = SnapJobFile::parse(&job_text(&args.input, DEFAULT_SNAP)?).context("the job file")?;
-    println!(
-        "cuzk prove: SnapDeals {}, backend cpu ({} threads)",
-        cuzk_filecoin::registered::format_sector_size(file.sector_size),
-        rayon::current_num_threads()
+/// The engine's request for a SnapDeals job file: JSON `{"sector_size", "comm_r_old",
+/// "comm_r_new", "comm_d_new" (hex), "vanilla_proofs": [base64 of bincode PartitionProof,
+/// ...]}` (gen_vanilla's `snap-*.json`), default the built-in 2 KiB update.
+pub fn snap_request(input: &Option<PathBuf>) -> anyhow::Result<(JobRequest, String)> {
+    let file = SnapJobFile::parse(&job_text(input, DEFAULT_SNAP)?).context("the job file")?;
+    let what = format!(
+        "SnapDeals {}",
+        cuzk_filecoin::registered::format_sector_size(file.sector_size)
     );
-    let dir = prove_params(&args.params, CircuitKind::Snap, file.sector_size)?;
-    let (mut prove, timings) = pipeline_prover();
-    let start = Instant::now();
-    let proof = file.job().prove(&dir, &mut prove)?;
-    let timings = timings.borrow().clone();
-    report(&proof, &timings, start.elapsed(), &args.out)
+    Ok((JobRequest::snap(file)?, what))
 }
 
-/// cuzk's CPU pipeline as a [`cuzk_filecoin::PartitionProver`] with random r and s, and the
-/// stage timings it records.
-#[allow(clippy::type_complexity)]
-fn pipeline_prover() -> (
-    impl FnMut(
-        &Parameters,
-        PartitionInput,
-        usize,
-    ) -> Result<Proof, Box<dyn std::error::Error + Send + Sync>>,
-    std::rc::Rc<std::cell::RefCell<Vec<PartitionTiming>>>,
-) {
-    let prover = Prover::new(CpuBackend, ProverConfig::default());
-    let timings = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-    let recorded = timings.clone();
-    let prove = move |params: &Parameters, input: PartitionInput, k: usize| {
-        let mut rng = rand::thread_rng();
-        let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-        // As `prove_batch` of one partition did: the job is the partition's index.
-        let ctx = JobContext {
-            job: k as u64,
-            worker: 0,
-        };
-        let (proof, timing) = prover.prove(params, input, r, s, ctx, 0)?;
-        recorded.borrow_mut().push(timing);
-        Ok(proof)
+/// The engine's request for a C1 output (the built-in 2 KiB sector's, miner 1000, sector 1,
+/// without `c1`), and a line naming it. The request names the C1 output's registered proof.
+pub fn porep_request(
+    c1: &Option<PathBuf>,
+    miner_id: Option<u64>,
+    sector: Option<u64>,
+    registered_proof: Option<u64>,
+) -> anyhow::Result<(JobRequest, String)> {
+    let (bytes, miner_id, sector) = match c1 {
+        Some(path) => (
+            std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
+            miner_id.context("--miner-id is required with --c1")?,
+            sector.context("--sector is required with --c1")?,
+        ),
+        None => (
+            DEFAULT_C1.to_vec(),
+            miner_id.unwrap_or(DEFAULT_MINER),
+            sector.unwrap_or(DEFAULT_SECTOR),
+        ),
     };
-    (prove, timings)
+    let registered = registered_proof
+        .map(RegisteredSealProof::from_number)
+        .transpose()?;
+    // A scan, not a copy: a 32 GiB sector's C1 output is about 128 MiB.
+    let registered = C1Summary::read(&bytes, registered)
+        .context("reading the C1 output")?
+        .registered_proof;
+    let what = format!("porep {registered} (miner {miner_id}, sector {sector})");
+    let mut request = JobRequest::porep(bytes, miner_id, sector, registered.number());
+    request.sector_size = registered.sector_size;
+    Ok((request, what))
+}
+
+pub fn post(args: &PostArgs, kind: PostKind) -> anyhow::Result<()> {
+    let (request, what) = post_request(&args.input, kind)?;
+    prove(&what, request, kind.into(), &args.run)
+}
+
+/// `cuzk prove snap`.
+pub fn snap(args: &PostArgs) -> anyhow::Result<()> {
+    let (request, what) = snap_request(&args.input)?;
+    prove(&what, request, CircuitKind::Snap, &args.run)
+}
+
+pub fn porep(args: &PorepArgs) -> anyhow::Result<()> {
+    let (request, what) =
+        porep_request(&args.c1, args.miner_id, args.sector, args.registered_proof)?;
+    prove(&what, request, CircuitKind::Porep, &args.run)
+}
+
+/// Proves `request` (`what`, a circuit of `kind`) as `run` says, and reports.
+fn prove(what: &str, request: JobRequest, kind: CircuitKind, run: &RunArgs) -> anyhow::Result<()> {
+    let (backends, describe) = backends(run)?;
+    println!("cuzk prove: {what}, backend {describe}");
+    let dir = prove_params(&run.params, kind, request.sector_size)?;
+    let params = ParamManager::new(ParamConfig {
+        synthetic_dir: dir.join("synthetic"),
+        filecoin_dir: dir,
+        // Made above, with progress, for the sizes that may be.
+        generate_test_params: false,
+        budget_bytes: u64::MAX,
+    });
+    params.attach(&backends);
+    let pce = match (run.pce, &run.pce_dir) {
+        (false, _) => None,
+        (true, Some(dir)) => Some(PceStore::new(dir.clone())),
+        (true, None) => Some(PceStore::new(cuzk_pce::default_dir().context(
+            "no cache folder for pre-compiled circuits: pass --pce-dir or set CUZK_CACHE_DIR",
+        )?)),
+    };
+    let control = Arc::new(JobControl::default());
+    let start = Instant::now();
+    let result = cuzk_engine::local::prove(request, &backends, &params, pce.as_ref(), &control)
+        .map_err(|e| anyhow::anyhow!(cuzk_engine::error_chain(&e)))?;
+    report(&result, &control, start.elapsed(), &run.out)
+}
+
+/// The engine's workers `run` asks for, and a line describing them.
+fn backends(run: &RunArgs) -> anyhow::Result<(Vec<Arc<dyn ProofBackend>>, String)> {
+    let gpu_workers = run.workers.unwrap_or(2) as usize;
+    let chosen = crate::backend::open(run.backend, run.device, gpu_workers, run.policy)?;
+    let describe = chosen.describe();
+    let backends: Vec<Arc<dyn ProofBackend>> = match chosen {
+        Chosen::Cpu(_) => (0..run.workers.unwrap_or(1))
+            .map(|_| Arc::new(cuzk_engine::CpuProofBackend::new(false)) as Arc<dyn ProofBackend>)
+            .collect(),
+        #[cfg(feature = "cuda")]
+        Chosen::Gpu(gpus) => cuzk_engine::gpu::GpuProofBackend::from_workers(gpus, false, None)
+            .into_iter()
+            .map(|b| Arc::new(b) as Arc<dyn ProofBackend>)
+            .collect(),
+    };
+    let describe = match backends.first().map(|b| b.device()) {
+        Some(d) if d == "cpu" => format!(
+            "cpu ({} threads, {} worker(s))",
+            rayon::current_num_threads(),
+            backends.len()
+        ),
+        _ => describe,
+    };
+    Ok((backends, describe))
 }
 
 fn report(
-    proof: &FilecoinProof,
-    timings: &[PartitionTiming],
+    result: &RunResult,
+    control: &JobControl,
     total: std::time::Duration,
     out: &Option<PathBuf>,
 ) -> anyhow::Result<()> {
     println!(
         "load parameters: {:.3} s (beside partition 0's synthesis)",
-        proof.load_params.as_secs_f64()
+        result.param_load.as_secs_f64()
     );
-    for (k, p) in proof.partitions.iter().enumerate() {
+    for (k, p) in result.partitions.iter().enumerate() {
         println!(
             "partition {k}: {} constraints, synthesis {:.3} s, prove {:.3} s, verify {:.3} s",
             p.constraints,
@@ -251,59 +342,24 @@ fn report(
             p.verify.as_secs_f64()
         );
     }
-    crate::print_table(timings);
+    let timings = control.timings();
+    crate::print_table(&timings);
+    if !result.device.is_zero() {
+        println!(
+            "device time: {:.3} s ({:.3} s a partition, CUDA events)",
+            result.device.as_secs_f64(),
+            result.device.as_secs_f64() / timings.len().max(1) as f64
+        );
+    }
     println!(
         "proof: {} bytes ({} partition(s)), verified, {:.3} s in all",
-        proof.bytes.len(),
-        proof.partitions.len(),
+        result.proof.len(),
+        result.partitions.len(),
         total.as_secs_f64()
     );
     if let Some(out) = out {
-        std::fs::write(out, &proof.bytes).with_context(|| format!("writing {}", out.display()))?;
+        std::fs::write(out, &result.proof).with_context(|| format!("writing {}", out.display()))?;
         println!("wrote {}", out.display());
     }
     Ok(())
-}
-
-pub fn porep(args: &PorepArgs) -> anyhow::Result<()> {
-    let (bytes, miner_id, sector) = match &args.c1 {
-        Some(path) => (
-            std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
-            args.miner_id.context("--miner-id is required with --c1")?,
-            args.sector.context("--sector is required with --c1")?,
-        ),
-        None => (
-            DEFAULT_C1.to_vec(),
-            args.miner_id.unwrap_or(DEFAULT_MINER),
-            args.sector.unwrap_or(DEFAULT_SECTOR),
-        ),
-    };
-    let registered = args
-        .registered_proof
-        .map(RegisteredSealProof::from_number)
-        .transpose()?;
-    let c1 = C1Output::parse(&bytes, registered).context("parsing the C1 output")?;
-    println!(
-        "cuzk prove porep: {} (miner {miner_id}, sector {sector}), backend cpu ({} threads)",
-        c1.registered_proof,
-        rayon::current_num_threads()
-    );
-    let job = PorepJob::new(
-        &c1,
-        SectorId {
-            miner_id,
-            sector_number: sector,
-        },
-    )?;
-    let dir = prove_params(
-        &args.params,
-        CircuitKind::Porep,
-        c1.registered_proof.sector_size,
-    )?;
-
-    let (mut prove, timings) = pipeline_prover();
-    let start = Instant::now();
-    let proof = job.prove(&dir, &mut prove)?;
-    let timings = timings.borrow().clone();
-    report(&proof, &timings, start.elapsed(), &args.out)
 }

@@ -110,10 +110,9 @@ struct BenchArgs {
     /// the device's resident parameters).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=16))]
     workers: u64,
-    /// How a GPU's workers take turns: `single` (one at a time), `two` (a staging and a compute
-    /// lock) or `budget` (any whose memory fits).
-    #[arg(long, value_enum, default_value_t = backend::PolicyChoice::Budget)]
-    policy: backend::PolicyChoice,
+    /// How a GPU's workers take turns.
+    #[arg(long, default_value = "budget", value_parser = backend::policy_parser())]
+    policy: cuzk_interlock::PolicyKind,
     /// Synthesised partitions that may wait for a worker while the next one synthesises: the
     /// bound on the host memory of partitions in flight (a 2^27 partition's vectors are about
     /// 17 GiB).

@@ -12,10 +12,12 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cuzk_daemon::proto;
+use cuzk_daemon::service::wire_request;
+use cuzk_engine::job::JobControl;
 use cuzk_engine::params::{Circuit, ParamConfig, ParamManager};
-use cuzk_engine::run::{run_job, JobControl, JobSite};
+use cuzk_engine::run::run_job;
 use cuzk_engine::spool::SpoolData;
-use cuzk_engine::spread::Alone;
+use cuzk_engine::spread::{Alone, JobSite};
 use cuzk_engine::{CpuProofBackend, JobRequest};
 
 struct Args {
@@ -71,7 +73,7 @@ async fn submit_latencies(c: &mut cuzk_daemon::client::Client, log: u32) -> Vec<
     let mut out = Vec::with_capacity(SUBMITS);
     for seed in 0..SUBMITS as u64 {
         let start = Instant::now();
-        c.submit_proof(cuzk_daemon::requests::synthetic_request(log, seed, 1))
+        c.submit_proof(wire_request(JobRequest::synthetic(log, seed, 1)))
             .await
             .expect("submit");
         out.push(start.elapsed());
@@ -88,7 +90,7 @@ async fn submit_under_waiters(addr: &str, log: u32) -> (Duration, Duration, Dura
         .expect("connect");
     let idle = median(submit_latencies(&mut c, log).await);
     // A job of many partitions that outlasts the measurement; cancelled once it is taken.
-    let long = |seed| cuzk_daemon::requests::synthetic_request(14, seed, 64);
+    let long = |seed| wire_request(JobRequest::synthetic(14, seed, 64));
     let cancel = |mut c: cuzk_daemon::client::Client, id: String| async move {
         c.cancel_proof(proto::CancelProofRequest { job_id: id })
             .await
@@ -160,7 +162,7 @@ fn main() {
     });
     let (_lease, _) = manager.acquire(Circuit::Synthetic(log)).expect("params");
     let backend = CpuProofBackend::new(true);
-    let request = JobRequest::synthetic(log, 1);
+    let request = JobRequest::synthetic(log, 1, 1);
     let data = SpoolData {
         vanilla_proof: request.vanilla_proof.clone(),
         vanilla_proofs: Vec::new(),
@@ -216,7 +218,7 @@ fn main() {
             let start = Instant::now();
             let r = c
                 .prove(proto::ProveRequest {
-                    submit: Some(cuzk_daemon::requests::synthetic_request(log, 1, 1)),
+                    submit: Some(wire_request(JobRequest::synthetic(log, 1, 1))),
                 })
                 .await
                 .expect("prove")

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use cuzk_interlock::PolicyKind;
 use serde::Deserialize;
 
 use crate::security::{read_private, Secret, Tls};
@@ -105,31 +106,6 @@ pub struct GpusSection {
     pub cpu_workers: Option<u32>,
 }
 
-/// How the workers of one GPU take turns (cuzk-interlock's policies).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GpuPolicy {
-    /// `VramBudget`: any worker whose memory fits the device's.
-    Budget,
-    /// `TwoLock`: a staging lock and a compute lock.
-    Two,
-    /// `SingleLock`: one worker on the device at a time.
-    Single,
-}
-
-impl GpuPolicy {
-    /// Parses `budget`, `two`, `single`.
-    pub fn parse(text: &str) -> Result<Self, DaemonError> {
-        match text {
-            "budget" => Ok(Self::Budget),
-            "two" => Ok(Self::Two),
-            "single" => Ok(Self::Single),
-            other => Err(DaemonError::Config(format!(
-                "[gpus] policy = {other:?}: expected \"budget\", \"two\" or \"single\""
-            ))),
-        }
-    }
-}
-
 /// The GPU workers `[gpus]` asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GpuWorkers {
@@ -138,7 +114,7 @@ pub struct GpuWorkers {
     /// Workers per device.
     pub workers_per_device: u32,
     /// How a device's workers take turns.
-    pub policy: GpuPolicy,
+    pub policy: PolicyKind,
     /// Retry a failed device's partition on the CPU.
     pub cpu_fallback: bool,
 }
@@ -582,7 +558,14 @@ impl Config {
 
 impl GpusSection {
     fn resolve(&self) -> Result<Option<GpuWorkers>, DaemonError> {
-        let policy = GpuPolicy::parse(self.policy.as_deref().unwrap_or("budget"))?;
+        let policy = match self.policy.as_deref() {
+            None => PolicyKind::VramBudget,
+            Some(text) => PolicyKind::from_short_name(text).ok_or_else(|| {
+                DaemonError::Config(format!(
+                    "[gpus] policy = {text:?}: expected \"budget\", \"two\" or \"single\""
+                ))
+            })?,
+        };
         let workers_per_device = self.gpu_workers_per_device.unwrap_or(2);
         if workers_per_device == 0 || workers_per_device > 64 {
             return Err(DaemonError::Config(format!(
@@ -708,7 +691,7 @@ mod tests {
                 Some(GpuWorkers {
                     devices: vec![0, 1],
                     workers_per_device: 2,
-                    policy: GpuPolicy::Two,
+                    policy: PolicyKind::TwoLock,
                     cpu_fallback: true,
                 })
             );

@@ -15,7 +15,7 @@
 //! - [`notify`]: systemd's `READY=1` and `STOPPING=1`.
 //! - [`workers`]: the engine's workers from `[gpus]`: CPU, or GPU workers per device (feature
 //!   `cuda`).
-//! - [`client`], [`requests`]: connecting, and requests from `cuzk prove`'s job files.
+//! - [`client`]: connecting (TCP with TLS, or a Unix socket) with the bearer token.
 //!
 //! The proto is Curio's contract (`docs/wire.md` of the project) with additions under new
 //! numbers only: the `SYNTHETIC = 100` kind and `AwaitProofResponse`'s `started_unix_ms = 20`
@@ -35,7 +35,6 @@ pub mod guard;
 pub mod http;
 pub mod metrics;
 pub mod notify;
-pub mod requests;
 pub mod security;
 pub mod server;
 pub mod service;

@@ -114,6 +114,27 @@ pub fn job_request(r: proto::SubmitProofRequest) -> Result<JobRequest, EngineErr
     })
 }
 
+/// The wire's request for the engine's: [`job_request`]'s inverse, for clients (`cuzk client`,
+/// tests, benchmarks) that build their requests with [`JobRequest`]'s constructors.
+pub fn wire_request(r: JobRequest) -> proto::SubmitProofRequest {
+    proto::SubmitProofRequest {
+        request_id: r.request_id,
+        proof_kind: r.kind.number(),
+        priority: r.priority.number(),
+        sector_size: r.sector_size,
+        registered_proof: r.registered_proof,
+        vanilla_proof: r.vanilla_proof,
+        vanilla_proofs: r.vanilla_proofs,
+        sector_number: r.sector_number,
+        miner_id: r.miner_id,
+        randomness: r.randomness,
+        partition_index: r.partition_index,
+        comm_r_old: r.comm_r_old,
+        comm_r_new: r.comm_r_new,
+        comm_d_new: r.comm_d_new,
+    }
+}
+
 fn await_response(o: JobOutcome) -> proto::AwaitProofResponse {
     use await_proof_response::Status as S;
     let status = match o.state {
@@ -351,7 +372,7 @@ mod tests {
             let submit = |seed| {
                 let s = service.clone();
                 async move {
-                    let r = crate::requests::synthetic_request(6, seed, 1);
+                    let r = wire_request(JobRequest::synthetic(6, seed, 1));
                     s.submit_proof(Request::new(r))
                         .await
                         .unwrap()

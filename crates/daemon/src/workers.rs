@@ -56,13 +56,8 @@ fn gpu_backends(
     gpus: &crate::config::GpuWorkers,
     check_satisfied: bool,
 ) -> Result<Vec<Arc<dyn ProofBackend>>, DaemonError> {
-    use crate::config::GpuPolicy;
-    use cuzk_engine::gpu::{GpuProofBackend, PolicyKind};
-    let policy = match gpus.policy {
-        GpuPolicy::Budget => PolicyKind::VramBudget,
-        GpuPolicy::Two => PolicyKind::TwoLock,
-        GpuPolicy::Single => PolicyKind::SingleLock,
-    };
+    use cuzk_engine::gpu::GpuProofBackend;
+    let policy = gpus.policy;
     let fallback = gpus
         .cpu_fallback
         .then(|| Arc::new(CpuProofBackend::new(check_satisfied)));

@@ -18,12 +18,13 @@ use std::time::{Duration, Instant};
 use cuzk_telemetry::RecorderHandle;
 
 use crate::backend::ProofBackend;
+use crate::job::JobControl;
 use crate::job::{JobOutcome, JobRequest, JobState, JobTimings, ProofKind, Submitted};
 use crate::journal::{now_ms, Journal};
 use crate::metrics::Metrics;
 use crate::params::{ParamConfig, ParamManager};
 use crate::queue::{JobQueue, Queued};
-use crate::run::{circuit_of, validate, JobControl};
+use crate::run::{circuit_of, validate};
 use crate::spool::Spool;
 use crate::spread::{Helpers, PartitionTask};
 use crate::worker::worker_loop;

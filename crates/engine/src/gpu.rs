@@ -87,9 +87,19 @@ impl GpuProofBackend {
                     source: Box::new(e),
                 }
             })?;
+        Ok(Self::from_workers(gpus, check_satisfied, fallback))
+    }
+
+    /// The engine's workers for one device's `gpus` (made together by
+    /// [`GpuBackend::workers`]: they share its arena and policy), which share its resident
+    /// parameters.
+    pub fn from_workers(
+        gpus: Vec<GpuBackend>,
+        check_satisfied: bool,
+        fallback: Option<Arc<CpuProofBackend>>,
+    ) -> Vec<Self> {
         let residency = Arc::new(Mutex::new(Residency::default()));
-        Ok(gpus
-            .into_iter()
+        gpus.into_iter()
             .map(|gpu| Self {
                 prover: Prover::new(gpu, ProverConfig { check_satisfied }),
                 residency: Arc::clone(&residency),
@@ -97,7 +107,7 @@ impl GpuProofBackend {
                 device_failures: AtomicU64::new(0),
                 cpu_fallbacks: AtomicU64::new(0),
             })
-            .collect())
+            .collect()
     }
 
     /// The device's backend.

@@ -2,7 +2,13 @@
 //! it reports when it ends.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
+
+use cuzk_filecoin::post::PostKind;
+use cuzk_filecoin::{CircuitKind, FilecoinError, PostJobFile, SnapJobFile};
+use cuzk_pipeline::PartitionTiming;
 
 use crate::EngineError;
 
@@ -179,18 +185,120 @@ impl JobRequest {
         }
     }
 
-    /// A synthetic job: the built-in circuit of 2^`log_size` constraints, values from `seed`,
-    /// one partition.
-    pub fn synthetic(log_size: u32, seed: u64) -> Self {
+    /// A synthetic job: the built-in circuit of 2^`log_size` constraints in `partitions`
+    /// partitions, partition `k`'s values from `seed + k`.
+    pub fn synthetic(log_size: u32, seed: u64, partitions: u32) -> Self {
         Self {
-            vanilla_proof: format!("{{\"log_size\":{log_size},\"seed\":{seed}}}").into_bytes(),
+            vanilla_proof: format!(
+                "{{\"log_size\":{log_size},\"seed\":{seed},\"partitions\":{partitions}}}"
+            )
+            .into_bytes(),
             ..Self::new(ProofKind::Synthetic)
         }
+    }
+
+    /// A PoRep C2 job for a C1 output (any of its forms, unchecked until submitted);
+    /// `registered_proof` 0 takes the one the C1 output names.
+    pub fn porep(c1: Vec<u8>, miner_id: u64, sector_number: u64, registered_proof: u64) -> Self {
+        Self {
+            registered_proof,
+            vanilla_proof: c1,
+            miner_id,
+            sector_number,
+            ..Self::new(ProofKind::PorepSealCommit)
+        }
+    }
+
+    /// A WinningPoSt or WindowPoSt job from its job file (gen_vanilla's `winning-*.json`,
+    /// `window-*.json`), under today's registered proof of its sector size.
+    pub fn post(file: PostJobFile, kind: PostKind) -> Result<Self, FilecoinError> {
+        let (circuit, proof) = match kind {
+            PostKind::Winning => (CircuitKind::Winning, ProofKind::WinningPost),
+            PostKind::Window => (CircuitKind::Window, ProofKind::WindowPost),
+        };
+        Ok(Self {
+            sector_size: file.sector_size,
+            registered_proof: circuit.registered_proof(file.sector_size)?,
+            miner_id: file.miner_id,
+            randomness: file.randomness.to_vec(),
+            partition_index: u32::try_from(file.partition_index).map_err(|_| {
+                FilecoinError::InvalidInput(format!(
+                    "partition_index {} is too large",
+                    file.partition_index
+                ))
+            })?,
+            vanilla_proofs: file.vanilla_proofs,
+            ..Self::new(proof)
+        })
+    }
+
+    /// A SnapDeals job from its job file (gen_vanilla's `snap-*.json`).
+    pub fn snap(file: SnapJobFile) -> Result<Self, FilecoinError> {
+        Ok(Self {
+            sector_size: file.sector_size,
+            registered_proof: CircuitKind::Snap.registered_proof(file.sector_size)?,
+            comm_r_old: file.comm_r_old.to_vec(),
+            comm_r_new: file.comm_r_new.to_vec(),
+            comm_d_new: file.comm_d_new.to_vec(),
+            vanilla_proofs: file.vanilla_proofs,
+            ..Self::new(ProofKind::SnapDealsUpdate)
+        })
     }
 
     /// Bytes of the inputs, for the message-size accounting and the spool.
     pub fn payload_bytes(&self) -> usize {
         self.vanilla_proof.len() + self.vanilla_proofs.iter().map(Vec::len).sum::<usize>()
+    }
+}
+
+/// Flags a running job's owner sets (the job stops at its next partition boundary), and what
+/// its partitions' provers report back, whichever worker proved them.
+#[derive(Debug, Default)]
+pub struct JobControl {
+    /// `CancelProof`: the job ends CANCELLED.
+    pub cancel: AtomicBool,
+    /// Shutdown after the grace period: the job goes back to pending in the journal.
+    pub interrupt: AtomicBool,
+    /// The stage timings of the job's partitions proven so far, in the order they came back.
+    timings: Mutex<Vec<PartitionTiming>>,
+}
+
+impl JobControl {
+    /// Records a proven partition's stage timings.
+    pub(crate) fn record(&self, timing: PartitionTiming) {
+        self.timings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(timing);
+    }
+
+    /// The stage timings of the job's partitions proven so far.
+    pub fn timings(&self) -> Vec<PartitionTiming> {
+        self.timings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The device time of the job's partitions proven so far
+    /// ([`PartitionTiming::device`]: CUDA-event time, zero on the CPU).
+    pub fn device_time(&self) -> Duration {
+        self.timings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|t| t.device)
+            .sum()
+    }
+
+    pub(crate) fn check(&self) -> Result<(), EngineError> {
+        if self.cancel.load(Ordering::SeqCst) {
+            Err(EngineError::Cancelled)
+        } else if self.interrupt.load(Ordering::SeqCst) {
+            Err(EngineError::Interrupted)
+        } else {
+            Ok(())
+        }
     }
 }
 

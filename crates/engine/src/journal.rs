@@ -405,12 +405,12 @@ mod tests {
         let path = dir.path().join("journal.sqlite");
         {
             let j = Journal::open(&path).unwrap();
-            let mut r = JobRequest::synthetic(8, 1);
+            let mut r = JobRequest::synthetic(8, 1, 1);
             r.request_id = "req-1".into();
             r.priority = Priority::High;
             r.randomness = vec![7; 32];
             j.insert("a", &r, Some(b"abc"), 1).unwrap();
-            j.insert("b", &JobRequest::synthetic(8, 2), None, 2)
+            j.insert("b", &JobRequest::synthetic(8, 2, 1), None, 2)
                 .unwrap();
             assert_eq!(j.payload("a").unwrap().as_deref(), Some(&b"abc"[..]));
             assert_eq!(j.payload("b").unwrap(), None);
@@ -453,7 +453,7 @@ mod tests {
     fn a_full_journal_refuses_rows_as_exhausted() {
         let dir = tempfile::tempdir().unwrap();
         let j = Journal::open(&dir.path().join("journal.sqlite")).unwrap();
-        j.insert("a", &JobRequest::synthetic(8, 1), Some(b"abc"), 1)
+        j.insert("a", &JobRequest::synthetic(8, 1, 1), Some(b"abc"), 1)
             .unwrap();
         let pages: u64 = j
             .conn
@@ -463,7 +463,7 @@ mod tests {
             .execute_batch(&format!("PRAGMA max_page_count = {pages}"))
             .unwrap();
         let big = vec![7u8; 1 << 20];
-        match j.insert("b", &JobRequest::synthetic(8, 2), Some(&big), 2) {
+        match j.insert("b", &JobRequest::synthetic(8, 2, 1), Some(&big), 2) {
             Err(EngineError::Exhausted(what)) => assert!(what.contains("full"), "{what}"),
             other => panic!("a full journal answered {:?}", other.map(|_| ())),
         }
@@ -480,7 +480,7 @@ mod tests {
         let path = dir.path().join("journal.sqlite");
         {
             let j = Journal::open(&path).unwrap();
-            j.insert("old", &JobRequest::synthetic(8, 2), None, 1)
+            j.insert("old", &JobRequest::synthetic(8, 2, 1), None, 1)
                 .unwrap();
             let t = JobTimings {
                 total: Duration::from_millis(42),
@@ -498,7 +498,7 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(version, SCHEMA_VERSION);
-        j.insert("new", &JobRequest::synthetic(8, 2), None, 2)
+        j.insert("new", &JobRequest::synthetic(8, 2, 1), None, 2)
             .unwrap();
         let t = JobTimings {
             device: Duration::from_millis(3),

@@ -13,6 +13,7 @@
 //!   its `PartitionProver`, with pre-compiled circuits from a `PceStore` when `pce_dir` is set)
 //!   and the built-in [`synthetic`] circuit, whose partitions idle workers (of any device) help
 //!   prove.
+//! - [`local`]: one job in this process, without a journal (`cuzk prove`).
 //! - [`backend`]: the CPU backend, and with the `cuda` feature [`gpu`]: workers on CUDA devices
 //!   with the parameters resident in device memory.
 //!
@@ -31,6 +32,7 @@ mod engine;
 pub mod gpu;
 pub mod job;
 pub mod journal;
+pub mod local;
 mod lock;
 mod metrics;
 pub mod params;

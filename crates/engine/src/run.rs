@@ -9,24 +9,23 @@
 //! partition to the engine's [`PartitionProver`] (the Spreader behind it) and verifies every
 //! proof as it comes back.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::post::{self, PostJob, PostKind};
 use cuzk_filecoin::snap::{self, SnapJob};
 use cuzk_filecoin::{
-    C1Output, C1Summary, FilecoinError, ParamFiles, PartitionProver, PorepJob, Proven, ProverError,
-    RegisteredSealProof, SectorId,
+    C1Output, C1Summary, CircuitKind, FilecoinError, ParamFiles, PartitionProver, PorepJob, Proven,
+    ProverError, RegisteredSealProof, SectorId,
 };
 use cuzk_groth16::{Parameters, Proof};
-use cuzk_pipeline::{JobContext, PartitionInput};
+use cuzk_pipeline::PartitionInput;
 
-use crate::backend::{engine_error, ProofBackend};
+use crate::backend::engine_error;
 use crate::job::{JobRequest, ProofKind};
 use crate::params::{Circuit, ParamLease, ParamManager};
 use crate::spool::SpoolData;
-use crate::spread::{Helpers, Spreader};
+use crate::spread::{JobSite, Spreader};
 use crate::synthetic::SyntheticInput;
 use crate::EngineError;
 
@@ -93,41 +92,6 @@ fn pce_error(e: cuzk_pce::PceError) -> EngineError {
     EngineError::Filecoin(FilecoinError::Pce(e))
 }
 
-/// Flags a running job's owner sets; the job stops at its next partition boundary.
-#[derive(Debug, Default)]
-pub struct JobControl {
-    /// `CancelProof`: the job ends CANCELLED.
-    pub cancel: AtomicBool,
-    /// Shutdown after the grace period: the job goes back to pending in the journal.
-    pub interrupt: AtomicBool,
-    /// Device time of the job's partitions so far, in nanoseconds, whichever worker proved
-    /// them ([`PartitionTiming::device`](cuzk_pipeline::PartitionTiming)).
-    device_ns: AtomicU64,
-}
-
-impl JobControl {
-    /// Adds a proven partition's device time.
-    pub(crate) fn add_device_time(&self, d: Duration) {
-        self.device_ns
-            .fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
-    }
-
-    /// The device time of the job's partitions proven so far.
-    pub fn device_time(&self) -> Duration {
-        Duration::from_nanos(self.device_ns.load(Ordering::Relaxed))
-    }
-
-    pub(crate) fn check(&self) -> Result<(), EngineError> {
-        if self.cancel.load(Ordering::SeqCst) {
-            Err(EngineError::Cancelled)
-        } else if self.interrupt.load(Ordering::SeqCst) {
-            Err(EngineError::Interrupted)
-        } else {
-            Ok(())
-        }
-    }
-}
-
 /// A finished job's proof and where its time went.
 #[derive(Clone, Debug, Default)]
 pub struct RunResult {
@@ -140,8 +104,11 @@ pub struct RunResult {
     /// Proving, all partitions: the job's time less synthesis and parameter loading (partitions
     /// prove on other workers while the next ones are synthesised, so their calls overlap).
     pub proving: Duration,
-    /// The devices' own time for the partitions ([`JobControl::device_time`]).
+    /// The devices' own time for the partitions ([`JobControl::device_time`](crate::job::JobControl::device_time)).
     pub device: Duration,
+    /// Each partition's synthesis, proving and verification (the Filecoin kinds; the synthetic
+    /// kind's are empty).
+    pub partitions: Vec<cuzk_filecoin::PartitionReport>,
 }
 
 /// The circuit a request proves, from its kind and its sector size or registered proof
@@ -163,24 +130,20 @@ pub fn circuit_of(r: &JobRequest) -> Result<Option<Circuit>, EngineError> {
 /// The sector size of a PoSt or SnapDeals request: the request's, checked against its
 /// registered proof's.
 fn post_sector_size(r: &JobRequest) -> Result<u64, EngineError> {
-    let (max, what) = match r.kind {
-        ProofKind::WinningPost => (4, "registered WinningPoSt proof"),
-        ProofKind::WindowPost => (14, "registered WindowPoSt proof"),
-        _ => (4, "registered update proof"),
+    let (kind, what) = match r.kind {
+        ProofKind::WinningPost => (CircuitKind::Winning, "registered WinningPoSt proof"),
+        ProofKind::WindowPost => (CircuitKind::Window, "registered WindowPoSt proof"),
+        _ => (CircuitKind::Snap, "registered update proof"),
     };
-    let min = if r.kind == ProofKind::WindowPost {
-        5
-    } else {
-        0
-    };
-    if !(min..=max).contains(&r.registered_proof) {
-        return Err(EngineError::InvalidRequest(format!(
-            "unknown {what} {} (expected {min}..={max})",
-            r.registered_proof
-        )));
-    }
-    // filecoin-ffi's sector sizes, indexed by a registered proof's number modulo 5.
-    let from_proof = cuzk_filecoin::registered::SECTOR_SIZES[(r.registered_proof % 5) as usize];
+    let from_proof = kind.sector_size_of(r.registered_proof).map_err(|_| {
+        let numbers = kind.registered_numbers();
+        EngineError::InvalidRequest(format!(
+            "unknown {what} {} (expected {}..={})",
+            r.registered_proof,
+            numbers.start(),
+            numbers.end()
+        ))
+    })?;
     if r.sector_size != 0 && r.sector_size != from_proof {
         return Err(EngineError::InvalidRequest(format!(
             "sector size {} does not match the {what} {} ({} bytes)",
@@ -377,7 +340,7 @@ impl PartitionProver for EngineProver<'_> {
             .backend
             .prove_partition(&leased, input, self.site.ctx, partition)
             .map_err(engine_error)?;
-        self.site.control.add_device_time(timing.device);
+        self.site.control.record(timing);
         Ok(proof)
     }
 
@@ -434,22 +397,6 @@ fn unwrap_filecoin(e: FilecoinError) -> EngineError {
         FilecoinError::Prover(inner) => engine_error(inner),
         other => EngineError::Filecoin(other),
     }
-}
-
-/// Where a job runs: its worker's backend, the other workers that may help with its
-/// partitions, its control flags and its telemetry context.
-#[derive(Clone, Copy, Debug)]
-pub struct JobSite<'a> {
-    /// The job's id.
-    pub job_id: &'a str,
-    /// The worker's backend.
-    pub backend: &'a dyn ProofBackend,
-    /// Idle workers that take partitions ([`crate::spread::Alone`]: none).
-    pub helpers: &'a dyn Helpers,
-    /// Cancel and shutdown flags.
-    pub control: &'a Arc<JobControl>,
-    /// The job and worker, for spans.
-    pub ctx: JobContext,
 }
 
 /// Runs one job to its proof.
@@ -535,6 +482,7 @@ pub fn run_job(
             .elapsed()
             .saturating_sub(synthesis + proof.load_params),
         device: Duration::ZERO,
+        partitions: proof.partitions,
     }))
 }
 

@@ -379,7 +379,7 @@ mod tests {
             allow_synthetic: true,
         };
         let request = |seed| {
-            let mut r = crate::JobRequest::synthetic(6, seed);
+            let mut r = crate::JobRequest::synthetic(6, seed, 1);
             r.vanilla_proofs = vec![vec![0; 4096]];
             r.request_id = format!("req-{seed}");
             r

@@ -14,8 +14,7 @@ use cuzk_groth16::{Parameters, Proof};
 use cuzk_pipeline::{JobContext, PartitionInput};
 
 use crate::backend::{engine_error, ProofBackend};
-use crate::job::ProofKind;
-use crate::run::{JobControl, JobSite};
+use crate::job::{JobControl, ProofKind};
 use crate::EngineError;
 
 /// A partition's proof, or why there is none, by partition index.
@@ -50,7 +49,7 @@ impl PartitionTask {
                 backend
                     .prove_partition(&self.params, self.input, ctx, self.partition)
                     .map(|(proof, timing)| {
-                        self.control.add_device_time(timing.device);
+                        self.control.record(timing);
                         proof
                     })
                     .map_err(engine_error)
@@ -69,6 +68,22 @@ pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "(no message)".into())
+}
+
+/// Where a job runs: its worker's backend, the other workers that may help with its
+/// partitions, its control flags and its telemetry context.
+#[derive(Clone, Copy, Debug)]
+pub struct JobSite<'a> {
+    /// The job's id.
+    pub job_id: &'a str,
+    /// The worker's backend.
+    pub backend: &'a dyn ProofBackend,
+    /// Idle workers that take partitions ([`crate::spread::Alone`]: none).
+    pub helpers: &'a dyn Helpers,
+    /// Cancel and shutdown flags.
+    pub control: &'a Arc<JobControl>,
+    /// The job and worker, for spans.
+    pub ctx: JobContext,
 }
 
 /// Where a job's worker offers partitions to the others.

@@ -89,22 +89,23 @@ impl SyntheticInput {
     }
 
     /// The circuit.
-    pub fn circuit(self) -> SquaringChain {
-        SquaringChain {
+    pub fn circuit(self) -> SyntheticCircuit {
+        SyntheticCircuit {
             x: Some(self.x()),
             steps: self.steps(),
         }
     }
 }
 
-/// `x` squared `steps` times; `x` and the result are public.
+/// The synthetic kind's circuit: `x` squared `steps` times, `x` and the result public (the
+/// CLI's `cuzk::circuits::SquaringChain` keeps `x` private).
 #[derive(Clone, Debug)]
-pub struct SquaringChain {
+pub struct SyntheticCircuit {
     x: Option<Scalar>,
     steps: usize,
 }
 
-impl Circuit<Scalar> for SquaringChain {
+impl Circuit<Scalar> for SyntheticCircuit {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
         let mut value = self.x;
         let x = cs.alloc_input(|| "x", || value.ok_or(SynthesisError::AssignmentMissing))?;

@@ -10,10 +10,12 @@ use cuzk_pipeline::JobContext;
 
 use crate::backend::ProofBackend;
 use crate::engine::{Shared, State};
+use crate::job::JobControl;
 use crate::job::{JobRequest, JobState, JobTimings};
 use crate::journal::now_ms;
-use crate::run::{run_job, JobControl, JobSite};
+use crate::run::run_job;
 use crate::spool::SpoolData;
+use crate::spread::JobSite;
 use crate::spread::{panic_text, PartitionTask};
 use crate::{error_chain, EngineError};
 

@@ -12,12 +12,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cuzk_engine::{
-    BackendError, CpuProofBackend, Engine, EngineError, JobState, Priority, ProofBackend,
+    BackendError, CpuProofBackend, Engine, EngineError, JobRequest, JobState, Priority,
+    ProofBackend,
 };
 use cuzk_groth16::{Parameters, Proof};
 use cuzk_pipeline::{JobContext, PartitionInput, PartitionTiming};
-
-use common::synthetic;
 
 fn engine(dir: &Path) -> Engine {
     engine_with(dir, 1)
@@ -47,7 +46,7 @@ fn jobs_prove_cancel_and_survive_a_restart() {
     let (done, long, queued, idem);
     {
         let e = engine(dir.path());
-        let mut r = synthetic(8, 1, 2);
+        let mut r = JobRequest::synthetic(8, 1, 2);
         r.request_id = "req-a".into();
         let s = e.submit(r.clone()).unwrap();
         assert!(!s.existing);
@@ -64,9 +63,9 @@ fn jobs_prove_cancel_and_survive_a_restart() {
         idem = "req-a";
 
         // A running job stops at its next partition; a pending one ends at once.
-        long = e.submit(synthetic(8, 2, 200)).unwrap().job_id;
+        long = e.submit(JobRequest::synthetic(8, 2, 200)).unwrap().job_id;
         until_running(&e);
-        let pending = e.submit(synthetic(8, 3, 1)).unwrap().job_id;
+        let pending = e.submit(JobRequest::synthetic(8, 3, 1)).unwrap().job_id;
         assert!(!e.cancel(&pending).unwrap());
         assert_eq!(
             e.await_job(&pending, WAIT).unwrap().state,
@@ -76,15 +75,15 @@ fn jobs_prove_cancel_and_survive_a_restart() {
         assert_eq!(e.await_job(&long, WAIT).unwrap().state, JobState::Cancelled);
 
         // Left pending behind a running job, then the engine stops without waiting.
-        let running = e.submit(synthetic(8, 4, 200)).unwrap().job_id;
+        let running = e.submit(JobRequest::synthetic(8, 4, 200)).unwrap().job_id;
         until_running(&e);
-        let mut r = synthetic(8, 5, 1);
+        let mut r = JobRequest::synthetic(8, 5, 1);
         r.priority = Priority::Critical;
         queued = (running, e.submit(r).unwrap().job_id);
         // Half a second of grace, then the running job stops at its next partition (a few ms).
         e.shutdown(Duration::from_millis(500));
         assert!(matches!(
-            e.submit(synthetic(8, 6, 1)),
+            e.submit(JobRequest::synthetic(8, 6, 1)),
             Err(EngineError::ShuttingDown)
         ));
     }
@@ -99,7 +98,7 @@ fn jobs_prove_cancel_and_survive_a_restart() {
         e.await_job(&long, Some(Duration::ZERO)).unwrap().state,
         JobState::Cancelled
     );
-    let mut r = synthetic(8, 1, 2);
+    let mut r = JobRequest::synthetic(8, 1, 2);
     r.request_id = idem.into();
     assert_eq!(e.submit(r).unwrap().job_id, done.0);
     for id in [&queued.0, &queued.1] {
@@ -125,15 +124,18 @@ fn jobs_prove_cancel_and_survive_a_restart() {
 fn partitions_spread_over_idle_workers() {
     let dir = tempfile::tempdir().unwrap();
     let e = engine_with(dir.path(), 3);
-    let id = e.submit(synthetic(8, 11, 6)).unwrap().job_id;
+    let id = e.submit(JobRequest::synthetic(8, 11, 6)).unwrap().job_id;
     let out = e.await_job(&id, WAIT).unwrap();
     assert_eq!(out.state, JobState::Completed, "{}", out.error);
     assert_eq!(out.proof.len(), 6 * 192);
-    let long = e.submit(synthetic(8, 12, 200)).unwrap().job_id;
+    let long = e.submit(JobRequest::synthetic(8, 12, 200)).unwrap().job_id;
     until_running(&e);
     assert!(e.cancel(&long).unwrap());
     assert_eq!(e.await_job(&long, WAIT).unwrap().state, JobState::Cancelled);
-    let out = e.await_job(&e.submit(synthetic(8, 13, 2)).unwrap().job_id, WAIT);
+    let out = e.await_job(
+        &e.submit(JobRequest::synthetic(8, 13, 2)).unwrap().job_id,
+        WAIT,
+    );
     assert_eq!(out.unwrap().state, JobState::Completed);
     e.shutdown(Duration::from_secs(5));
 }
@@ -209,7 +211,7 @@ fn pre_compiled_partitions_reach_the_backend_as_witnesses() {
             None,
         )
         .unwrap();
-        let id = e.submit(synthetic(8, 21, 3)).unwrap().job_id;
+        let id = e.submit(JobRequest::synthetic(8, 21, 3)).unwrap().job_id;
         let out = e.await_job(&id, WAIT).unwrap();
         assert_eq!(out.state, JobState::Completed, "{}", out.error);
         assert_eq!(out.proof.len(), 3 * 192);
@@ -241,10 +243,11 @@ fn graceful_stops_do_not_use_up_attempts() {
         let e = start();
         if cycle == 0 {
             // The parameters made first, so each stop finds the long job proving.
-            let warm = e.submit(synthetic(8, 30, 1)).unwrap().job_id;
+            let warm = e.submit(JobRequest::synthetic(8, 30, 1)).unwrap().job_id;
             assert_eq!(e.await_job(&warm, WAIT).unwrap().state, JobState::Completed);
         }
-        let job = id.get_or_insert_with(|| e.submit(synthetic(8, 31, 64)).unwrap().job_id);
+        let job =
+            id.get_or_insert_with(|| e.submit(JobRequest::synthetic(8, 31, 64)).unwrap().job_id);
         let state = e.await_job(job, Some(Duration::ZERO)).unwrap().state;
         assert!(!state.is_terminal(), "start {cycle}: the job is {state:?}");
         until_running(&e);
@@ -284,7 +287,7 @@ fn retention_counts_from_the_end_across_restarts() {
         Engine::start(config.clone(), vec![cpu], None).unwrap()
     };
     let e = start();
-    let id = e.submit(synthetic(6, 41, 1)).unwrap().job_id;
+    let id = e.submit(JobRequest::synthetic(6, 41, 1)).unwrap().job_id;
     let ended = e.await_job(&id, WAIT).unwrap();
     assert_eq!(ended.state, JobState::Completed, "{}", ended.error);
     // Restart halfway through the retention: the job is still there.
@@ -300,7 +303,7 @@ fn retention_counts_from_the_end_across_restarts() {
     let expiry = ended.finished_ms + 2_100;
     let now = cuzk_engine::journal::now_ms();
     std::thread::sleep(Duration::from_millis(expiry.saturating_sub(now)));
-    let other = e.submit(synthetic(6, 42, 1)).unwrap().job_id;
+    let other = e.submit(JobRequest::synthetic(6, 42, 1)).unwrap().job_id;
     assert_eq!(
         e.await_job(&other, WAIT).unwrap().state,
         JobState::Completed
@@ -319,9 +322,9 @@ fn retention_counts_from_the_end_across_restarts() {
 fn a_parameter_load_does_not_hold_up_another_circuit() {
     let dir = tempfile::tempdir().unwrap();
     let e = engine_with(dir.path(), 2);
-    let slow = e.submit(synthetic(15, 51, 1)).unwrap().job_id;
+    let slow = e.submit(JobRequest::synthetic(15, 51, 1)).unwrap().job_id;
     until_running(&e);
-    let mut r = synthetic(6, 52, 1);
+    let mut r = JobRequest::synthetic(6, 52, 1);
     r.priority = Priority::Critical;
     let quick = e.submit(r).unwrap().job_id;
     let quick = e.await_job(&quick, WAIT).unwrap();
@@ -386,7 +389,7 @@ fn status_is_served_from_a_snapshot() {
         )
         .unwrap(),
     );
-    let id = e.submit(synthetic(6, 61, 1)).unwrap().job_id;
+    let id = e.submit(JobRequest::synthetic(6, 61, 1)).unwrap().job_id;
     assert_eq!(e.await_job(&id, WAIT).unwrap().state, JobState::Completed);
     assert_eq!(e.status().completed, 1);
     *backend.stuck.lock().unwrap() = true;
@@ -457,7 +460,7 @@ fn metrics_are_valid_text_with_every_family() {
         Arc::new(CpuProofBackend::new(true)),
     ];
     let e = Engine::start(common::config(dir.path()), backends, None).unwrap();
-    let id = e.submit(synthetic(6, 71, 1)).unwrap().job_id;
+    let id = e.submit(JobRequest::synthetic(6, 71, 1)).unwrap().job_id;
     assert_eq!(e.await_job(&id, WAIT).unwrap().state, JobState::Completed);
     let text = e.metrics_text();
     let samples: std::collections::HashMap<String, f64> = cuzk_engine::parse_exposition(&text)

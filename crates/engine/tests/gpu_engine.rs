@@ -27,8 +27,6 @@ use cuzk_filecoin::post::{post_config, PostKind};
 use cuzk_filecoin::{CircuitKind, PostJobFile};
 use cuzk_gpu::emu::{fail_next, set_device_count, Fault};
 
-use common::synthetic;
-
 const WAIT: Option<Duration> = Some(Duration::from_secs(120));
 
 /// Workers on each of `devices` (`per_device` each) and the engine over them.
@@ -89,7 +87,7 @@ fn pre_compiled_partitions_make_their_matrices_resident_and_prove() {
     config.pce_dir = Some(dir.path().join("pce"));
     let (e, gpus) = engine_with(config, &[8], 2, false);
     assert_eq!(gpus[0].gpu().circuit_bytes(), 0);
-    let (state, error) = run(&e, synthetic(6, 7, 3));
+    let (state, error) = run(&e, JobRequest::synthetic(6, 7, 3));
     assert_eq!(state, JobState::Completed, "{error}");
     assert!(
         gpus[0].gpu().circuit_bytes() > 0,
@@ -97,7 +95,7 @@ fn pre_compiled_partitions_make_their_matrices_resident_and_prove() {
     );
     // The device's workers share them: a second job (either worker) finds them there.
     let bytes = gpus[0].gpu().circuit_bytes();
-    let (state, error) = run(&e, synthetic(6, 8, 2));
+    let (state, error) = run(&e, JobRequest::synthetic(6, 8, 2));
     assert_eq!(state, JobState::Completed, "{error}");
     assert_eq!(gpus[1].gpu().circuit_bytes(), bytes);
     e.shutdown(Duration::from_secs(10));
@@ -113,7 +111,7 @@ fn one_device_proves_and_keeps_parameters_resident_until_evicted() {
         .workers
         .iter()
         .all(|w| w.device == "gpu0" && w.product.as_deref() == Some(cuzk_gpu::emu::EMULATED_NAME)));
-    let id = e.submit(synthetic(6, 1, 2)).unwrap().job_id;
+    let id = e.submit(JobRequest::synthetic(6, 1, 2)).unwrap().job_id;
     let out = e.await_job(&id, WAIT).unwrap();
     assert_eq!(out.state, JobState::Completed, "{}", out.error);
     // The device's own (event-timed) time of the partitions, whichever worker proved them.
@@ -121,7 +119,7 @@ fn one_device_proves_and_keeps_parameters_resident_until_evicted() {
     assert!(gpus[0].gpu().resident_bytes() > 0, "resident after a proof");
     e.params().evict("synthetic-6").unwrap();
     assert_eq!(gpus[0].gpu().resident_bytes(), 0, "freed with the hot copy");
-    let (state, error) = run(&e, synthetic(6, 2, 1));
+    let (state, error) = run(&e, JobRequest::synthetic(6, 2, 1));
     assert_eq!(state, JobState::Completed, "{error}");
     e.shutdown(Duration::from_secs(10));
 }
@@ -130,7 +128,7 @@ fn one_device_proves_and_keeps_parameters_resident_until_evicted() {
 fn two_devices_share_a_job() {
     let dir = tempfile::tempdir().unwrap();
     let (e, gpus) = engine(dir.path(), &[0, 1], 1, false);
-    let (state, error) = run(&e, synthetic(6, 3, 3));
+    let (state, error) = run(&e, JobRequest::synthetic(6, 3, 3));
     assert_eq!(state, JobState::Completed, "{error}");
     // The job's worker offered its first partition to the idle worker of the other device
     // and proved the next while that one did (synthesis at 2^6 is much faster than emulated
@@ -150,7 +148,7 @@ fn a_failed_device_fails_its_job_and_the_next_job_proves() {
     let dir = tempfile::tempdir().unwrap();
     let (e, _gpus) = engine(dir.path(), &[2], 1, false);
     fail_next(2, Fault::Launch);
-    let (state, error) = run(&e, synthetic(6, 4, 1));
+    let (state, error) = run(&e, JobRequest::synthetic(6, 4, 1));
     assert_eq!(state, JobState::Failed);
     assert!(
         error.contains("device gpu2") && error.contains("injected"),
@@ -162,7 +160,7 @@ fn a_failed_device_fails_its_job_and_the_next_job_proves() {
             && metrics.contains("cuzk_cpu_fallbacks_total{device=\"gpu2\"} 0\n"),
         "{metrics}"
     );
-    let (state, error) = run(&e, synthetic(6, 5, 1));
+    let (state, error) = run(&e, JobRequest::synthetic(6, 5, 1));
     assert_eq!(state, JobState::Completed, "{error}");
     e.shutdown(Duration::from_secs(10));
 }
@@ -172,7 +170,7 @@ fn a_failed_partition_falls_back_to_the_cpu_where_configured() {
     let dir = tempfile::tempdir().unwrap();
     let (e, _gpus) = engine(dir.path(), &[3], 1, true);
     fail_next(3, Fault::Launch);
-    let (state, error) = run(&e, synthetic(6, 6, 1));
+    let (state, error) = run(&e, JobRequest::synthetic(6, 6, 1));
     assert_eq!(state, JobState::Completed, "{error}");
     let metrics = e.metrics_text();
     assert!(
@@ -180,7 +178,7 @@ fn a_failed_partition_falls_back_to_the_cpu_where_configured() {
             && metrics.contains("cuzk_cpu_fallbacks_total{device=\"gpu3\"} 1\n"),
         "{metrics}"
     );
-    let (state, error) = run(&e, synthetic(6, 7, 1));
+    let (state, error) = run(&e, JobRequest::synthetic(6, 7, 1));
     assert_eq!(state, JobState::Completed, "{error}");
     e.shutdown(Duration::from_secs(10));
 }
@@ -232,7 +230,7 @@ fn preload_makes_parameters_resident_on_every_device_and_status_shows_their_memo
     assert!(e.params().preload("synthetic-6").unwrap().0);
     let again: Vec<u64> = gpus.iter().map(|g| g.gpu().resident_bytes()).collect();
     assert_eq!(resident, again);
-    let (state, error) = run(&e, synthetic(6, 8, 2));
+    let (state, error) = run(&e, JobRequest::synthetic(6, 8, 2));
     assert_eq!(state, JobState::Completed, "{error}");
     e.shutdown(Duration::from_secs(10));
 }

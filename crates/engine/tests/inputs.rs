@@ -263,7 +263,7 @@ fn well_formed_requests_of_every_kind_are_accepted() {
         post(ProofKind::WinningPost),
         post(ProofKind::WindowPost),
         snap(),
-        common::synthetic(6, 1, 1),
+        JobRequest::synthetic(6, 1, 1),
     ];
     let n = accepted.len() as u32;
     for request in accepted {

@@ -17,8 +17,6 @@ use cuzk_engine::{
 use cuzk_groth16::{Parameters, Proof};
 use cuzk_pipeline::{JobContext, PartitionInput, PartitionTiming};
 
-use common::synthetic;
-
 const WAIT: Option<Duration> = Some(Duration::from_secs(120));
 
 /// The CPU backend behind a gate: partitions wait until it opens, so the jobs behind the first
@@ -61,7 +59,7 @@ fn gated_engine(dir: &Path, config: impl FnOnce(&mut EngineConfig)) -> (Engine, 
     config(&mut c);
     let gate = Arc::new(Gated::default());
     let e = Engine::start(c, vec![Arc::clone(&gate) as Arc<dyn ProofBackend>], None).unwrap();
-    e.submit(synthetic(6, 0, 1)).unwrap();
+    e.submit(JobRequest::synthetic(6, 0, 1)).unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     while !e.status().queues.iter().any(|q| q.in_progress > 0) {
         assert!(Instant::now() < deadline, "no job started in 60 s");
@@ -91,16 +89,19 @@ fn all_complete(e: &Engine, ids: &[String]) {
 fn submissions_beyond_max_pending_jobs_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let (e, gate) = gated_engine(dir.path(), |c| c.max_pending_jobs = 3);
-    let mut first = synthetic(6, 1, 1);
+    let mut first = JobRequest::synthetic(6, 1, 1);
     first.request_id = "req-1".into();
     let mut ids = vec![e.submit(first.clone()).unwrap().job_id];
-    ids.extend((2..4).map(|seed| e.submit(synthetic(6, seed, 1)).unwrap().job_id));
-    exhausted(&e, synthetic(6, 4, 1), "max_pending_jobs");
+    ids.extend((2..4).map(|seed| e.submit(JobRequest::synthetic(6, seed, 1)).unwrap().job_id));
+    exhausted(&e, JobRequest::synthetic(6, 4, 1), "max_pending_jobs");
     let again = e.submit(first).unwrap();
     assert!(again.existing && again.job_id == ids[0]);
     gate.open();
     all_complete(&e, &ids);
-    all_complete(&e, &[e.submit(synthetic(6, 4, 1)).unwrap().job_id]);
+    all_complete(
+        &e,
+        &[e.submit(JobRequest::synthetic(6, 4, 1)).unwrap().job_id],
+    );
     e.shutdown(Duration::from_secs(5));
 }
 
@@ -109,7 +110,7 @@ fn submissions_beyond_max_pending_jobs_are_refused() {
 #[test]
 fn submissions_beyond_max_spool_bytes_are_refused() {
     let file = |seed| {
-        let r = synthetic(6, seed, 1);
+        let r = JobRequest::synthetic(6, seed, 1);
         cuzk_engine::spool::encoded_len(&r.vanilla_proof, &r.vanilla_proofs) as u64
     };
     let dir = tempfile::tempdir().unwrap();
@@ -120,11 +121,11 @@ fn submissions_beyond_max_spool_bytes_are_refused() {
         c.max_spool_bytes = file(0) + file(1) + file(2);
     });
     let ids: Vec<String> = (1..3)
-        .map(|seed| e.submit(synthetic(6, seed, 1)).unwrap().job_id)
+        .map(|seed| e.submit(JobRequest::synthetic(6, seed, 1)).unwrap().job_id)
         .collect();
-    exhausted(&e, synthetic(6, 3, 1), "max_spool_bytes");
-    let inline = JobRequest::synthetic(6, 3);
-    assert!(inline.payload_bytes() < 30 && synthetic(6, 3, 1).payload_bytes() >= 30);
+    exhausted(&e, JobRequest::synthetic(6, 3, 1), "max_spool_bytes");
+    let inline = JobRequest::synthetic(6, 3, 1);
+    assert!(inline.payload_bytes() < 30 && JobRequest::synthetic(6, 3, 1).payload_bytes() >= 30);
     let inline = e.submit(inline).unwrap().job_id;
     gate.open();
     all_complete(&e, &ids);
@@ -135,7 +136,10 @@ fn submissions_beyond_max_spool_bytes_are_refused() {
         assert!(Instant::now() < deadline, "spool files left behind");
         std::thread::sleep(Duration::from_millis(10));
     }
-    all_complete(&e, &[e.submit(synthetic(6, 3, 1)).unwrap().job_id]);
+    all_complete(
+        &e,
+        &[e.submit(JobRequest::synthetic(6, 3, 1)).unwrap().job_id],
+    );
     e.shutdown(Duration::from_secs(5));
 }
 
@@ -150,7 +154,7 @@ fn synthetic_work_needs_the_configuration_to_allow_it() {
     let backends = || vec![Arc::new(CpuProofBackend::new(true)) as Arc<dyn ProofBackend>];
     let e = Engine::start(config.clone(), backends(), None).unwrap();
     for refused in [
-        e.submit(synthetic(6, 1, 1)).map(|_| ()),
+        e.submit(JobRequest::synthetic(6, 1, 1)).map(|_| ()),
         e.preload("synthetic-6").map(|_| ()),
     ] {
         match refused {
@@ -165,7 +169,7 @@ fn synthetic_work_needs_the_configuration_to_allow_it() {
     config.allow_synthetic = true;
     config.params.generate_test_params = false;
     let e = Engine::start(config.clone(), backends(), None).unwrap();
-    let id = e.submit(synthetic(6, 1, 1)).unwrap().job_id;
+    let id = e.submit(JobRequest::synthetic(6, 1, 1)).unwrap().job_id;
     let out = e.await_job(&id, WAIT).unwrap();
     assert_eq!(out.state, JobState::Failed);
     assert!(out.error.contains("generate_test_params"), "{}", out.error);

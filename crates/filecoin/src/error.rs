@@ -17,7 +17,7 @@ pub enum FilecoinError {
     #[error("{what} is not 32 bytes in hex: {detail}")]
     Hex { what: String, detail: String },
     /// A registered proof name or number that filecoin-proofs does not know.
-    #[error("unknown registered seal proof {0}")]
+    #[error("unknown registered proof {0}")]
     UnknownRegisteredProof(String),
     /// A registered proof of a family cuzk does not prove (synthetic or non-interactive PoRep).
     #[error("registered seal proof {0} is not supported (only the V1 and V1_1 families are)")]

@@ -14,7 +14,7 @@ use std::str::FromStr;
 use crate::error::FilecoinError;
 use crate::params::{GenerateReport, ParamFiles};
 use crate::post::PostKind;
-use crate::registered::RegisteredSealProof;
+use crate::registered::{size_index, RegisteredSealProof, SECTOR_SIZES};
 
 /// A Filecoin circuit family; with a sector size it names one circuit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -46,6 +46,44 @@ impl CircuitKind {
             CircuitKind::Window => "window",
             CircuitKind::Snap => "snap",
         }
+    }
+
+    /// The numbers filecoin-ffi gives this kind's registered proofs; each family counts
+    /// [`SECTOR_SIZES`] from its first number. PoRep: seal proofs V1 (0–4) and V1_1 (5–9);
+    /// WinningPoSt: 0–4; WindowPoSt: V1 (5–9) and Go's V1_1 (10–14, V1_2 in Rust); SnapDeals:
+    /// update proofs 0–4.
+    pub fn registered_numbers(self) -> std::ops::RangeInclusive<u64> {
+        match self {
+            CircuitKind::Porep => 0..=9,
+            CircuitKind::Winning | CircuitKind::Snap => 0..=4,
+            CircuitKind::Window => 5..=14,
+        }
+    }
+
+    /// The registered proof filecoin-ffi names today for this kind's circuit of `sector_size`:
+    /// the newest of the kind's families (PoRep V1_1, WinningPoSt V1, WindowPoSt V1_1,
+    /// SnapDeals V1).
+    pub fn registered_proof(self, sector_size: u64) -> Result<u64, FilecoinError> {
+        let first = match self {
+            CircuitKind::Porep => 5,
+            CircuitKind::Winning | CircuitKind::Snap => 0,
+            CircuitKind::Window => 10,
+        };
+        Ok(first + size_index(sector_size)? as u64)
+    }
+
+    /// The sector size of this kind's registered proof `number`; a number outside
+    /// [`CircuitKind::registered_numbers`] is [`FilecoinError::UnknownRegisteredProof`].
+    pub fn sector_size_of(self, number: u64) -> Result<u64, FilecoinError> {
+        let numbers = self.registered_numbers();
+        if !numbers.contains(&number) {
+            return Err(FilecoinError::UnknownRegisteredProof(format!(
+                "{number} of kind {self} (expected {}..={})",
+                numbers.start(),
+                numbers.end()
+            )));
+        }
+        Ok(SECTOR_SIZES[(number % 5) as usize])
     }
 
     /// The parameter files of this kind's circuit of `sector_size`, in `dir`.
@@ -138,6 +176,15 @@ mod tests {
         assert!(files[0].id.starts_with("stacked-proof-of-replication-"));
         for kind in CircuitKind::ALL {
             assert_eq!(kind.name().parse::<CircuitKind>().unwrap(), kind);
+            for size in SECTOR_SIZES {
+                let number = kind.registered_proof(size).unwrap();
+                assert!(kind.registered_numbers().contains(&number));
+                assert_eq!(kind.sector_size_of(number).unwrap(), size);
+            }
+            assert!(kind.registered_proof(4096).is_err());
+            assert!(kind
+                .sector_size_of(kind.registered_numbers().end() + 1)
+                .is_err());
         }
         assert!(matches!(
             "seal".parse::<CircuitKind>(),

@@ -128,7 +128,7 @@ impl fmt::Display for RegisteredSealProof {
     }
 }
 
-fn size_index(sector_size: u64) -> Result<usize, FilecoinError> {
+pub(crate) fn size_index(sector_size: u64) -> Result<usize, FilecoinError> {
     SECTOR_SIZES
         .iter()
         .position(|&s| s == sector_size)

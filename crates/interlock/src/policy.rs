@@ -570,6 +570,29 @@ impl PolicyKind {
             Self::VramBudget => "VramBudget",
         }
     }
+
+    /// The name configuration files and command lines use: `single`, `two`, `budget`.
+    pub fn short_name(self) -> &'static str {
+        match self {
+            Self::SingleLock => "single",
+            Self::TwoLock => "two",
+            Self::VramBudget => "budget",
+        }
+    }
+
+    /// The policy of a [`short_name`](Self::short_name).
+    pub fn from_short_name(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.short_name() == text)
+    }
+
+    /// What the policy does, in one line (a command line's help).
+    pub fn summary(self) -> &'static str {
+        match self {
+            Self::SingleLock => "one worker on the device at a time (the incumbent's single lock)",
+            Self::TwoLock => "a staging lock and a compute lock",
+            Self::VramBudget => "any worker whose footprint fits the device's memory",
+        }
+    }
 }
 
 impl fmt::Display for PolicyKind {

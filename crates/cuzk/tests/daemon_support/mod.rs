@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use cuzk_daemon::client::Client;
 use cuzk_daemon::engine::synthetic::SyntheticInput;
+use cuzk_daemon::engine::JobRequest;
 use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus};
+use cuzk_daemon::service::wire_request;
 use cuzk_filecoin::filecoin_proofs::{self, PublicReplicaInfo, SectorShape2KiB};
 use cuzk_filecoin::post::{post_config, PostKind};
 use cuzk_filecoin::RegisteredSealProof;
@@ -184,7 +186,7 @@ pub fn verify_synthetic(data_dir: &Path, log_size: u32, seed: u64, proof: &[u8])
 
 /// A synthetic request.
 pub fn synthetic(log_size: u32, seed: u64, partitions: u32) -> proto::SubmitProofRequest {
-    cuzk_daemon::requests::synthetic_request(log_size, seed, partitions)
+    wire_request(JobRequest::synthetic(log_size, seed, partitions))
 }
 
 fn json(file: &str) -> serde_json::Value {
@@ -198,9 +200,9 @@ fn hex32(v: &serde_json::Value) -> [u8; 32] {
 /// The built-in 2 KiB requests (testdata/filecoin/).
 pub fn porep_request() -> proto::SubmitProofRequest {
     let c1 = std::fs::read(Path::new(TESTDATA).join("porep-2KiB.c1.json")).unwrap();
-    let mut r = cuzk_daemon::requests::porep_request(c1, 1000, 1, 5);
+    let mut r = JobRequest::porep(c1, 1000, 1, 5);
     r.sector_size = 2048;
-    r
+    wire_request(r)
 }
 
 /// The built-in PoRep request with one digit of its first data leaf changed: well-formed
@@ -222,18 +224,20 @@ pub fn tampered_porep_request() -> proto::SubmitProofRequest {
 }
 
 pub fn post_request(kind: proto::ProofKind) -> proto::SubmitProofRequest {
-    let file = if kind == proto::ProofKind::WinningPost {
-        "winning-2KiB.json"
+    let (file, kind) = if kind == proto::ProofKind::WinningPost {
+        ("winning-2KiB.json", PostKind::Winning)
     } else {
-        "window-2KiB.json"
+        ("window-2KiB.json", PostKind::Window)
     };
     let text = std::fs::read_to_string(Path::new(TESTDATA).join(file)).unwrap();
-    cuzk_daemon::requests::post_request(&text, kind).unwrap()
+    let file = cuzk_filecoin::PostJobFile::parse(&text).unwrap();
+    wire_request(JobRequest::post(file, kind).unwrap())
 }
 
 pub fn snap_request() -> proto::SubmitProofRequest {
     let text = std::fs::read_to_string(Path::new(TESTDATA).join("snap-2KiB.json")).unwrap();
-    cuzk_daemon::requests::snap_request(&text).unwrap()
+    let file = cuzk_filecoin::SnapJobFile::parse(&text).unwrap();
+    wire_request(JobRequest::snap(file).unwrap())
 }
 
 /// filecoin-proofs' `verify_seal` on the built-in sector's proof.

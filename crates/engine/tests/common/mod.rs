@@ -1,10 +1,9 @@
-//! What the engine's test files share: an engine configuration on a temporary folder, and the
-//! synthetic jobs they submit.
+//! What the engine's test files share: an engine configuration on a temporary folder.
 
 use std::path::Path;
 use std::time::Duration;
 
-use cuzk_engine::{EngineConfig, JobRequest, ParamConfig};
+use cuzk_engine::{EngineConfig, ParamConfig};
 
 /// An engine's configuration under `dir`: synthetic jobs allowed and test parameters generated
 /// (the synthetic circuits' on first use), strict FIFO, inputs over 64 KiB spooled to files,
@@ -26,16 +25,5 @@ pub fn config(dir: &Path) -> EngineConfig {
         max_pending_jobs: 1000,
         max_spool_bytes: u64::MAX,
         allow_synthetic: true,
-    }
-}
-
-/// A synthetic job of `partitions` partitions of 2^`log` constraints, its witness from `seed`.
-pub fn synthetic(log: u32, seed: u64, partitions: u32) -> JobRequest {
-    JobRequest {
-        vanilla_proof: format!(
-            "{{\"log_size\":{log},\"seed\":{seed},\"partitions\":{partitions}}}"
-        )
-        .into_bytes(),
-        ..JobRequest::synthetic(log, seed)
     }
 }

@@ -1,0 +1,150 @@
+//! One job in this process, with no journal, queue or spool: what `cuzk prove` runs. The job is
+//! checked as `SubmitProof` checks it ([`run::validate`]) and runs as a daemon's worker runs it
+//! ([`run::run_job`]) on the first backend; the other backends are helpers that take its
+//! partitions as they fall idle, so with a GPU's two workers the device proves partition k
+//! while the host synthesises k + 1, as in the daemon.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+use cuzk_pipeline::JobContext;
+
+use crate::backend::ProofBackend;
+use crate::job::{JobControl, JobRequest};
+use crate::params::ParamManager;
+use crate::run::{self, PceStore, RunResult};
+use crate::spool::SpoolData;
+use crate::spread::{Helpers, JobSite, PartitionTask};
+use crate::EngineError;
+
+/// The job's sequence number in its spans (there is one).
+const JOB: u64 = 1;
+
+/// Proves `request` on `backends` (at least one; the first runs the job, the others help with
+/// its partitions) with parameters from `params` and, when given, pre-compiled circuits from
+/// `pce`. `control` may cancel the job from another thread, and holds its partitions' stage
+/// timings when it returns.
+pub fn prove(
+    mut request: JobRequest,
+    backends: &[Arc<dyn ProofBackend>],
+    params: &ParamManager,
+    pce: Option<&PceStore>,
+    control: &Arc<JobControl>,
+) -> Result<RunResult, EngineError> {
+    let Some((own, helpers)) = backends.split_first() else {
+        return Err(EngineError::InvalidRequest(
+            "no backend to prove on".to_string(),
+        ));
+    };
+    run::validate(&request)?;
+    // The inputs move into the job's data: a C1 output may be 128 MiB.
+    let data = SpoolData {
+        vanilla_proof: std::mem::take(&mut request.vanilla_proof),
+        vanilla_proofs: std::mem::take(&mut request.vanilla_proofs),
+    };
+    let pool = Pool::default();
+    std::thread::scope(|scope| {
+        for (i, backend) in helpers.iter().enumerate() {
+            let pool = &pool;
+            let started = std::thread::Builder::new()
+                .name(format!("cuzk-helper-{}", i + 1))
+                .spawn_scoped(scope, move || pool.serve(backend.as_ref(), i as u64 + 1));
+            if let Err(e) = started {
+                // The helpers already started leave, so that the scope ends.
+                pool.close();
+                return Err(EngineError::Internal(format!(
+                    "starting a helper thread: {e}"
+                )));
+            }
+        }
+        let site = JobSite {
+            job_id: "local",
+            backend: own.as_ref(),
+            helpers: &pool,
+            control,
+            ctx: JobContext {
+                job: JOB,
+                worker: 0,
+            },
+        };
+        let result = run::run_job(&request, &data, params, pce, site);
+        pool.close();
+        result
+    })
+}
+
+/// The helpers' side: partitions offered to idle helpers, taken in order.
+#[derive(Debug, Default)]
+struct Pool {
+    state: Mutex<PoolState>,
+    work: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct PoolState {
+    /// Helpers waiting for a partition.
+    idle: usize,
+    tasks: VecDeque<Box<PartitionTask>>,
+    /// The job ended: helpers leave once the queue is empty.
+    closed: bool,
+}
+
+impl Pool {
+    fn state(&self) -> MutexGuard<'_, PoolState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A helper's loop: prove what is offered until the job ends.
+    fn serve(&self, backend: &dyn ProofBackend, worker: u64) {
+        loop {
+            let task = {
+                let mut state = self.state();
+                state.idle += 1;
+                loop {
+                    if let Some(task) = state.tasks.pop_front() {
+                        state.idle -= 1;
+                        break Some(task);
+                    }
+                    if state.closed {
+                        state.idle -= 1;
+                        break None;
+                    }
+                    state = self
+                        .work
+                        .wait(state)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+            };
+            match task {
+                Some(task) => task.run(backend, worker),
+                None => return,
+            }
+        }
+    }
+
+    fn close(&self) {
+        self.state().closed = true;
+        self.work.notify_all();
+    }
+}
+
+impl Helpers for Pool {
+    fn offer(&self, task: Box<PartitionTask>) -> Result<(), Box<PartitionTask>> {
+        let mut state = self.state();
+        // Each offered partition is matched with a helper waiting now.
+        if state.closed || state.idle <= state.tasks.len() {
+            return Err(task);
+        }
+        state.tasks.push_back(task);
+        drop(state);
+        self.work.notify_one();
+        Ok(())
+    }
+
+    fn withdraw(&self, job: u64) -> usize {
+        let mut state = self.state();
+        let before = state.tasks.len();
+        state.tasks.retain(|t| t.ctx.job != job);
+        before - state.tasks.len()
+    }
+}
