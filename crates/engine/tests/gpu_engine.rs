@@ -4,7 +4,8 @@
 //! are resident on each device that proved with them and freed when the manager evicts them,
 //! and a device failure fails its job with an error naming the device (or, with the CPU
 //! fallback, the partition is proven on the CPU), after which the next job proves on the same
-//! device. `PreloadSRS` makes parameters resident on every device before any job, and status
+//! device. A job run in this process (`cuzk prove`'s path) proves on a device's workers.
+//! `PreloadSRS` makes parameters resident on every device before any job, and status
 //! reports each device's memory. With pre-compiled circuits, the first partition of a circuit
 //! makes its matrices resident on the device, where its partitions' a, b, c are made.
 //!
@@ -46,7 +47,7 @@ fn engine_with(
     per_device: usize,
     fallback: bool,
 ) -> (Engine, Vec<Arc<GpuProofBackend>>) {
-    set_device_count(9);
+    set_device_count(10);
     let fallback = fallback.then(|| Arc::new(CpuProofBackend::new(true)));
     let gpus: Vec<Arc<GpuProofBackend>> = devices
         .iter()
@@ -122,6 +123,32 @@ fn one_device_proves_and_keeps_parameters_resident_until_evicted() {
     let (state, error) = run(&e, JobRequest::synthetic(6, 2, 1));
     assert_eq!(state, JobState::Completed, "{error}");
     e.shutdown(Duration::from_secs(10));
+}
+
+#[test]
+fn a_job_in_this_process_proves_on_a_devices_workers() {
+    // `cuzk prove`'s path: no journal, the first worker synthesising, the other proving.
+    set_device_count(10);
+    let dir = tempfile::tempdir().unwrap();
+    let gpus = GpuProofBackend::workers(9, 2, PolicyKind::VramBudget, true, None).unwrap();
+    let backends: Vec<Arc<dyn ProofBackend>> = gpus
+        .into_iter()
+        .map(|g| Arc::new(g) as Arc<dyn ProofBackend>)
+        .collect();
+    let params = cuzk_engine::ParamManager::new(common::config(dir.path()).params);
+    params.attach(&backends);
+    let control = Arc::new(cuzk_engine::job::JobControl::default());
+    let result = cuzk_engine::local::prove(
+        JobRequest::synthetic(6, 4, 3),
+        &backends,
+        &params,
+        None,
+        &control,
+    )
+    .unwrap();
+    assert_eq!(result.proof.len(), 3 * 192);
+    assert_eq!(control.timings().len(), 3);
+    assert!(result.device > Duration::ZERO, "event-timed device time");
 }
 
 #[test]
