@@ -54,7 +54,7 @@ mod soak {
     };
     use cuzk_daemon::engine::filecoin::post::{post_config, PostKind};
     use cuzk_daemon::engine::filecoin::{jobs::decode_hex32, prover_id, RegisteredSealProof};
-    use cuzk_daemon::engine::params::{Circuit, ParamConfig, ParamManager};
+    use cuzk_daemon::engine::params::{CircuitId, ParamConfig, ParamManager};
     use cuzk_daemon::engine::synthetic::SyntheticInput;
     use cuzk_daemon::engine::JobRequest;
     use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus};
@@ -466,7 +466,7 @@ mod soak {
                 generate_test_params: true,
                 budget_bytes: u64::MAX,
             });
-            let (lease, _) = manager.acquire(Circuit::Synthetic(log_size))?;
+            let (lease, _) = manager.acquire(CircuitId::Synthetic(log_size))?;
             Ok(Verifier {
                 synthetic: cuzk::groth16::prepare_verifying_key(&lease.params().vk),
                 log_size,

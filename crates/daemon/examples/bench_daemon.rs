@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use cuzk_daemon::proto;
 use cuzk_daemon::service::wire_request;
 use cuzk_engine::job::JobControl;
-use cuzk_engine::params::{Circuit, ParamConfig, ParamManager};
+use cuzk_engine::params::{CircuitId, ParamConfig, ParamManager};
 use cuzk_engine::run::run_job;
 use cuzk_engine::spool::SpoolData;
 use cuzk_engine::spread::{Alone, JobSite};
@@ -160,7 +160,7 @@ fn main() {
         generate_test_params: true,
         budget_bytes: u64::MAX,
     });
-    let (_lease, _) = manager.acquire(Circuit::Synthetic(log)).expect("params");
+    let (_lease, _) = manager.acquire(CircuitId::Synthetic(log)).expect("params");
     let backend = CpuProofBackend::new(true);
     let request = JobRequest::synthetic(log, 1, 1);
     let data = SpoolData {

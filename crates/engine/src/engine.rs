@@ -349,8 +349,8 @@ impl Engine {
     /// whether they were hot already, and the load's time. A synthetic circuit is refused
     /// unless the engine allows them.
     pub fn preload(&self, circuit_id: &str) -> Result<(bool, Duration), EngineError> {
-        let circuit = crate::params::Circuit::parse(circuit_id)?;
-        if matches!(circuit, crate::params::Circuit::Synthetic(_))
+        let circuit = crate::params::CircuitId::parse(circuit_id)?;
+        if matches!(circuit, crate::params::CircuitId::Synthetic(_))
             && !self.shared.config.allow_synthetic
         {
             return Err(EngineError::SyntheticDisabled);

@@ -56,6 +56,17 @@ impl ProofKind {
             .ok_or_else(|| EngineError::InvalidRequest(format!("unknown proof kind {n}")))
     }
 
+    /// The Filecoin circuit family a job of this kind proves (`None`: the synthetic kind).
+    pub const fn circuit_kind(self) -> Option<CircuitKind> {
+        match self {
+            ProofKind::PorepSealCommit => Some(CircuitKind::Porep),
+            ProofKind::SnapDealsUpdate => Some(CircuitKind::Snap),
+            ProofKind::WindowPost => Some(CircuitKind::Window),
+            ProofKind::WinningPost => Some(CircuitKind::Winning),
+            ProofKind::Synthetic => None,
+        }
+    }
+
     /// A short name for metrics and status (`porep`, `snap`, `wpost`, `winning`, `synthetic`).
     pub const fn name(self) -> &'static str {
         match self {

@@ -56,7 +56,7 @@ pub use engine::{Engine, EngineConfig};
 pub use job::{JobOutcome, JobRequest, JobState, JobTimings, Priority, ProofKind, Submitted};
 pub use lock::DataDirLock;
 pub use metrics::parse_exposition;
-pub use params::{Circuit, ParamConfig, ParamManager, ParamStatus, Tier};
+pub use params::{CircuitId, ParamConfig, ParamManager, ParamStatus, Tier};
 pub use status::{EngineStatus, KindQueue, WorkerStatus};
 
 /// Errors of the engine. Each names its cause, and [`EngineError::is_bad_input`] tells the

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use cuzk_filecoin::{CircuitKind, ParamFiles, RegisteredSealProof};
+use cuzk_filecoin::{FilecoinCircuit, ParamFiles};
 use cuzk_groth16::{Check, MappedParameters, Parameters};
 
 use crate::backend::{engine_error, ProofBackend};
@@ -38,103 +38,50 @@ pub use cuzk_filecoin::params::TEST_PARAMS_SEED;
 /// Largest sector size whose parameters may be generated (test sizes only).
 const MAX_GENERATED_SECTOR: u64 = 8 << 20;
 
-/// A circuit whose parameters the manager holds.
+/// A circuit whose parameters the manager holds: a Filecoin circuit, or the synthetic circuit
+/// of 2^n constraints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Circuit {
-    /// PoRep C2 of a sector size.
-    Porep(u64),
-    /// WinningPoSt of a sector size.
-    Winning(u64),
-    /// One WindowPoSt partition of a sector size.
-    Window(u64),
-    /// SnapDeals of a sector size.
-    Snap(u64),
+pub enum CircuitId {
+    /// A Filecoin kind at a sector size.
+    Filecoin(FilecoinCircuit),
     /// The synthetic circuit of 2^n constraints.
     Synthetic(u32),
 }
 
-fn size_suffix(bytes: u64) -> String {
-    const UNITS: [(u64, &str); 4] = [
-        (1 << 40, "t"),
-        (1 << 30, "g"),
-        (1 << 20, "m"),
-        (1 << 10, "k"),
-    ];
-    for (unit, suffix) in UNITS {
-        if bytes >= unit && bytes % unit == 0 {
-            return format!("{}{suffix}", bytes / unit);
-        }
-    }
-    bytes.to_string()
-}
-
-fn parse_suffix(text: &str) -> Option<u64> {
-    let (digits, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit())?);
-    let n: u64 = digits.parse().ok()?;
-    let shift = match unit {
-        "k" => 10,
-        "m" => 20,
-        "g" => 30,
-        "t" => 40,
-        _ => return None,
-    };
-    n.checked_mul(1 << shift)
-}
-
-impl Circuit {
-    /// The circuit a job of `kind` and `sector_size` proves (synthetic: `log_size`).
-    pub fn of(kind: ProofKind, sector_size: u64) -> Self {
-        match kind {
-            ProofKind::PorepSealCommit => Circuit::Porep(sector_size),
-            ProofKind::WinningPost => Circuit::Winning(sector_size),
-            ProofKind::WindowPost => Circuit::Window(sector_size),
-            ProofKind::SnapDealsUpdate => Circuit::Snap(sector_size),
-            ProofKind::Synthetic => Circuit::Synthetic(sector_size as u32),
-        }
+impl CircuitId {
+    /// The Filecoin circuit a job of `kind` proves at `sector_size`; the synthetic kind's is
+    /// named by its log size instead ([`CircuitId::Synthetic`]).
+    pub fn of(kind: ProofKind, sector_size: u64) -> Result<Self, EngineError> {
+        let kind = kind.circuit_kind().ok_or_else(|| {
+            EngineError::Internal("a synthetic job's circuit is named by its log size".into())
+        })?;
+        Ok(CircuitId::Filecoin(FilecoinCircuit::new(
+            kind,
+            sector_size,
+        )?))
     }
 
     /// The circuit id: `porep-32g`, `winning-2k`, `wpost-2k`, `snap-2k`, `synthetic-10`.
     pub fn id(self) -> String {
         match self {
-            Circuit::Porep(s) => format!("porep-{}", size_suffix(s)),
-            Circuit::Winning(s) => format!("winning-{}", size_suffix(s)),
-            Circuit::Window(s) => format!("wpost-{}", size_suffix(s)),
-            Circuit::Snap(s) => format!("snap-{}", size_suffix(s)),
-            Circuit::Synthetic(n) => format!("synthetic-{n}"),
+            CircuitId::Filecoin(c) => c.id(),
+            CircuitId::Synthetic(n) => format!("synthetic-{n}"),
         }
     }
 
     /// The circuit of an id.
     pub fn parse(id: &str) -> Result<Self, EngineError> {
         let unknown = || EngineError::UnknownCircuit(id.to_string());
-        let (family, size) = id.split_once('-').ok_or_else(unknown)?;
-        if family == "synthetic" {
-            let n: u32 = size.parse().map_err(|_| unknown())?;
+        if let Some(n) = id.strip_prefix("synthetic-") {
+            let n: u32 = n.parse().map_err(|_| unknown())?;
             if !crate::synthetic::LOG_SIZES.contains(&n) {
                 return Err(unknown());
             }
-            return Ok(Circuit::Synthetic(n));
+            return Ok(CircuitId::Synthetic(n));
         }
-        let bytes = parse_suffix(size).ok_or_else(unknown)?;
-        RegisteredSealProof::v1_1(bytes).map_err(|_| unknown())?;
-        match family {
-            "porep" => Ok(Circuit::Porep(bytes)),
-            "winning" => Ok(Circuit::Winning(bytes)),
-            "wpost" => Ok(Circuit::Window(bytes)),
-            "snap" => Ok(Circuit::Snap(bytes)),
-            _ => Err(unknown()),
-        }
-    }
-
-    /// The Filecoin circuit kind and sector size, or (`Err`) a synthetic circuit's log size.
-    fn filecoin(self) -> Result<(CircuitKind, u64), u32> {
-        match self {
-            Circuit::Porep(s) => Ok((CircuitKind::Porep, s)),
-            Circuit::Winning(s) => Ok((CircuitKind::Winning, s)),
-            Circuit::Window(s) => Ok((CircuitKind::Window, s)),
-            Circuit::Snap(s) => Ok((CircuitKind::Snap, s)),
-            Circuit::Synthetic(n) => Err(n),
-        }
+        FilecoinCircuit::parse(id)
+            .map(CircuitId::Filecoin)
+            .map_err(|_| unknown())
     }
 
     /// The circuit's files in `filecoin_dir` (Filecoin kinds, filecoin-proofs' names) or
@@ -144,9 +91,9 @@ impl Circuit {
         filecoin_dir: &Path,
         synthetic_dir: &Path,
     ) -> Result<ParamFiles, EngineError> {
-        let n = match self.filecoin() {
-            Ok((kind, size)) => return Ok(kind.param_files(filecoin_dir, size)?),
-            Err(n) => n,
+        let n = match self {
+            CircuitId::Filecoin(c) => return Ok(c.param_files(filecoin_dir)?),
+            CircuitId::Synthetic(n) => n,
         };
         let id = format!("cuzk-synthetic-{n}-seed{TEST_PARAMS_SEED}");
         let file = |ext: &str| synthetic_dir.join(format!("{id}.{ext}"));
@@ -162,16 +109,16 @@ impl Circuit {
     /// Makes the circuit's parameters with cuzk's setup (test sizes and synthetic only).
     fn generate(self, filecoin_dir: &Path, files: &ParamFiles) -> Result<(), EngineError> {
         let seed = TEST_PARAMS_SEED;
-        match self.filecoin() {
-            Ok((_, size)) if size > MAX_GENERATED_SECTOR => {
+        match self {
+            CircuitId::Filecoin(c) if c.sector_size > MAX_GENERATED_SECTOR => {
                 return Err(EngineError::MissingParameters {
                     path: files.params.clone(),
                 })
             }
-            Ok((kind, size)) => {
-                kind.generate_params(filecoin_dir, size, seed)?;
+            CircuitId::Filecoin(c) => {
+                c.generate_params(filecoin_dir, seed)?;
             }
-            Err(n) => {
+            CircuitId::Synthetic(n) => {
                 let input = SyntheticInput {
                     log_size: n,
                     seed: 0,
@@ -363,7 +310,7 @@ impl ParamManager {
     }
 
     /// The files of `circuit`.
-    pub fn files(&self, circuit: Circuit) -> Result<ParamFiles, EngineError> {
+    pub fn files(&self, circuit: CircuitId) -> Result<ParamFiles, EngineError> {
         let c = &self.inner.config;
         circuit.files(&c.filecoin_dir, &c.synthetic_dir)
     }
@@ -378,7 +325,7 @@ impl ParamManager {
 
     /// Leases `circuit`'s parameters, loading them into the hot tier if needed; returns the
     /// lease and the time spent loading (zero when they were hot).
-    pub fn acquire(&self, circuit: Circuit) -> Result<(ParamLease, Duration), EngineError> {
+    pub fn acquire(&self, circuit: CircuitId) -> Result<(ParamLease, Duration), EngineError> {
         let id = circuit.id();
         if let Some(lease) = self.lease_hot(&id) {
             return Ok((lease, Duration::ZERO));
@@ -438,7 +385,7 @@ impl ParamManager {
     /// The circuit's mapped file, generating the files first where allowed.
     fn map(
         &self,
-        circuit: Circuit,
+        circuit: CircuitId,
         id: &str,
         files: &ParamFiles,
     ) -> Result<Arc<MappedParameters>, EngineError> {
@@ -528,7 +475,7 @@ impl ParamManager {
     /// `PreloadSRS`: makes `circuit_id` hot, and ready on every attached backend (resident on
     /// each GPU); returns whether it already was hot and the time both took.
     pub fn preload(&self, circuit_id: &str) -> Result<(bool, Duration), EngineError> {
-        let circuit = Circuit::parse(circuit_id)?;
+        let circuit = CircuitId::parse(circuit_id)?;
         let already = self.is_hot(circuit_id);
         let start = Instant::now();
         let (lease, _) = self.acquire(circuit)?;
@@ -543,7 +490,7 @@ impl ParamManager {
     /// `EvictSRS`: drops `circuit_id` from memory (hot and warm) unless a job holds it;
     /// returns whether it was hot and the bytes freed.
     pub fn evict(&self, circuit_id: &str) -> Result<(bool, u64), EngineError> {
-        Circuit::parse(circuit_id)?;
+        CircuitId::parse(circuit_id)?;
         let mut slots = self.inner.slots();
         let Some(slot) = slots.get_mut(circuit_id) else {
             return Ok((false, 0));
@@ -600,6 +547,7 @@ impl ParamManager {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cuzk_filecoin::CircuitKind;
 
     fn manager(dir: &Path, budget_bytes: u64, generate_test_params: bool) -> ParamManager {
         ParamManager::new(ParamConfig {
@@ -612,17 +560,18 @@ mod tests {
 
     #[test]
     fn circuit_ids_round_trip() {
+        let filecoin = |kind, size| CircuitId::Filecoin(FilecoinCircuit::new(kind, size).unwrap());
         for c in [
-            Circuit::Porep(2048),
-            Circuit::Porep(32 << 30),
-            Circuit::Winning(2048),
-            Circuit::Window(64 << 30),
-            Circuit::Snap(8 << 20),
-            Circuit::Synthetic(10),
+            filecoin(CircuitKind::Porep, 2048),
+            filecoin(CircuitKind::Porep, 32 << 30),
+            filecoin(CircuitKind::Winning, 2048),
+            filecoin(CircuitKind::Window, 64 << 30),
+            filecoin(CircuitKind::Snap, 8 << 20),
+            CircuitId::Synthetic(10),
         ] {
-            assert_eq!(Circuit::parse(&c.id()).unwrap(), c, "{}", c.id());
+            assert_eq!(CircuitId::parse(&c.id()).unwrap(), c, "{}", c.id());
         }
-        assert_eq!(Circuit::Porep(32 << 30).id(), "porep-32g");
+        assert_eq!(filecoin(CircuitKind::Porep, 32 << 30).id(), "porep-32g");
         for bad in [
             "porep",
             "porep-3k",
@@ -631,7 +580,7 @@ mod tests {
             "winning-2q",
             "",
         ] {
-            assert!(Circuit::parse(bad).is_err(), "{bad}");
+            assert!(CircuitId::parse(bad).is_err(), "{bad}");
         }
     }
 
@@ -640,18 +589,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // A budget that holds one synthetic-6 circuit but not two.
         let m = manager(dir.path(), 1, true);
-        let (a, load) = m.acquire(Circuit::Synthetic(6)).unwrap();
+        let (a, load) = m.acquire(CircuitId::Synthetic(6)).unwrap();
         assert!(load > Duration::ZERO);
-        let (a2, load) = m.acquire(Circuit::Synthetic(6)).unwrap();
+        let (a2, load) = m.acquire(CircuitId::Synthetic(6)).unwrap();
         assert_eq!(load, Duration::ZERO);
         assert!(Arc::ptr_eq(a.params(), a2.params()));
         // Over budget, but synthetic-6 is leased: both stay hot.
-        let (b, _) = m.acquire(Circuit::Synthetic(5)).unwrap();
+        let (b, _) = m.acquire(CircuitId::Synthetic(5)).unwrap();
         assert!(m.is_hot("synthetic-6") && m.is_hot("synthetic-5"));
         assert!(matches!(m.evict("synthetic-6"), Err(EngineError::InUse(_))));
         drop((a, a2, b));
         // Loading a third demotes the least recently used unleased ones to warm.
-        let (_c, _) = m.acquire(Circuit::Synthetic(4)).unwrap();
+        let (_c, _) = m.acquire(CircuitId::Synthetic(4)).unwrap();
         let tiers: Vec<_> = m
             .status()
             .into_iter()
@@ -679,7 +628,8 @@ mod tests {
     fn missing_parameters_are_named_not_generated() {
         let dir = tempfile::tempdir().unwrap();
         let m = manager(dir.path(), u64::MAX, false);
-        for circuit in [Circuit::Porep(2048), Circuit::Synthetic(4)] {
+        let porep = CircuitId::Filecoin(FilecoinCircuit::new(CircuitKind::Porep, 2048).unwrap());
+        for circuit in [porep, CircuitId::Synthetic(4)] {
             let err = m.acquire(circuit).unwrap_err();
             assert!(
                 matches!(err, EngineError::MissingParameters { .. }),

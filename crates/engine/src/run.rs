@@ -23,7 +23,7 @@ use cuzk_pipeline::PartitionInput;
 
 use crate::backend::engine_error;
 use crate::job::{JobRequest, ProofKind};
-use crate::params::{Circuit, ParamLease, ParamManager};
+use crate::params::{CircuitId, ParamLease, ParamManager};
 use crate::spool::SpoolData;
 use crate::spread::{JobSite, Spreader};
 use crate::synthetic::SyntheticInput;
@@ -113,18 +113,17 @@ pub struct RunResult {
 
 /// The circuit a request proves, from its kind and its sector size or registered proof
 /// (PoRep's may come from its C1 output instead: `None`).
-pub fn circuit_of(r: &JobRequest) -> Result<Option<Circuit>, EngineError> {
+pub fn circuit_of(r: &JobRequest) -> Result<Option<CircuitId>, EngineError> {
     let size = match r.kind {
         ProofKind::Synthetic => {
             let input = SyntheticInput::parse(&r.vanilla_proof)?;
-            return Ok(Some(Circuit::Synthetic(input.log_size)));
+            return Ok(Some(CircuitId::Synthetic(input.log_size)));
         }
         ProofKind::PorepSealCommit if r.sector_size == 0 => return Ok(None),
         ProofKind::PorepSealCommit => r.sector_size,
         _ => post_sector_size(r)?,
     };
-    RegisteredSealProof::v1_1(size)?;
-    Ok(Some(Circuit::of(r.kind, size)))
+    CircuitId::of(r.kind, size).map(Some)
 }
 
 /// The sector size of a PoSt or SnapDeals request: the request's, checked against its
@@ -166,7 +165,7 @@ fn post_sector_size(r: &JobRequest) -> Result<u64, EngineError> {
 /// read by [`C1Summary::read`], which skips the vanilla proofs instead of keeping them, so a
 /// 128 MiB input costs one scan and no copy here; the vanilla proofs' types (and a PoSt or
 /// SnapDeals proof's bincode) are decoded only when the job runs.
-pub fn validate(r: &JobRequest) -> Result<Option<Circuit>, EngineError> {
+pub fn validate(r: &JobRequest) -> Result<Option<CircuitId>, EngineError> {
     let circuit = circuit_of(r)?;
     check_shape(r)?;
     let field = |what: &'static str| {
@@ -189,7 +188,7 @@ pub fn validate(r: &JobRequest) -> Result<Option<Circuit>, EngineError> {
                 sector_number: r.sector_number,
             };
             PorepJob::check(&c1, sector).map_err(field("vanilla_proof (the C1 output)"))?;
-            return Ok(Some(Circuit::of(r.kind, c1.registered_proof.sector_size)));
+            return CircuitId::of(r.kind, c1.registered_proof.sector_size).map(Some);
         }
         ProofKind::WinningPost | ProofKind::WindowPost => {
             bytes32(&r.randomness, "randomness")?;
@@ -293,7 +292,7 @@ impl EngineProver<'_> {
 
 impl PartitionProver for EngineProver<'_> {
     fn parameters(&mut self, files: &ParamFiles) -> Result<Arc<Parameters>, FilecoinError> {
-        let circuit = Circuit::of(self.kind, files.sector_size);
+        let circuit = CircuitId::of(self.kind, files.sector_size).map_err(boxed)?;
         let ours = self.params.files(circuit).map_err(boxed)?;
         if ours.params != files.params {
             return Err(FilecoinError::ParameterMismatch {
@@ -493,7 +492,7 @@ fn run_synthetic(
     site: JobSite<'_>,
 ) -> Result<RunResult, EngineError> {
     let input = SyntheticInput::parse(&data.vanilla_proof)?;
-    let (lease, param_load) = params.acquire(Circuit::Synthetic(input.log_size))?;
+    let (lease, param_load) = params.acquire(CircuitId::Synthetic(input.log_size))?;
     let p = lease.params();
     let pvk = cuzk_groth16::prepare_verifying_key(&p.vk);
     let mut out = RunResult {

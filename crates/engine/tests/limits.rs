@@ -115,7 +115,7 @@ fn submissions_beyond_max_spool_bytes_are_refused() {
     };
     let dir = tempfile::tempdir().unwrap();
     let (e, gate) = gated_engine(dir.path(), |c| {
-        // `synthetic`'s 38-byte inputs go to files, `JobRequest::synthetic`'s 23 inline.
+        // `JobRequest::synthetic`'s 38-byte inputs go to files, `inline`'s 23 stay inline.
         c.spool_threshold = 30;
         // The running job's file, and two more.
         c.max_spool_bytes = file(0) + file(1) + file(2);
@@ -124,7 +124,11 @@ fn submissions_beyond_max_spool_bytes_are_refused() {
         .map(|seed| e.submit(JobRequest::synthetic(6, seed, 1)).unwrap().job_id)
         .collect();
     exhausted(&e, JobRequest::synthetic(6, 3, 1), "max_spool_bytes");
-    let inline = JobRequest::synthetic(6, 3, 1);
+    // The same job with the partition count left to its default.
+    let inline = JobRequest {
+        vanilla_proof: br#"{"log_size":6,"seed":3}"#.to_vec(),
+        ..JobRequest::synthetic(6, 3, 1)
+    };
     assert!(inline.payload_bytes() < 30 && JobRequest::synthetic(6, 3, 1).payload_bytes() >= 30);
     let inline = e.submit(inline).unwrap().job_id;
     gate.open();

@@ -1,5 +1,7 @@
-//! Every circuit cuzk-filecoin proves, named by its kind and sector size: its parameter files
-//! under filecoin-proofs' names, and generating them with cuzk's setup.
+//! Every circuit cuzk-filecoin proves, named by its kind and sector size ([`FilecoinCircuit`],
+//! whose id `porep-32g` names it in the engine, the daemon's API and metrics): its registered
+//! proof numbers, its parameter files under filecoin-proofs' names, and generating them with
+//! cuzk's setup.
 //!
 //! The parameter cache is keyed by content: a file's name is filecoin-proofs' cache identifier,
 //! a hash of the circuit's public parameters, so one folder holds every kind and size side by
@@ -44,6 +46,16 @@ impl CircuitKind {
             CircuitKind::Porep => "porep",
             CircuitKind::Winning => "winning",
             CircuitKind::Window => "window",
+            CircuitKind::Snap => "snap",
+        }
+    }
+
+    /// The first part of the kind's circuit ids: `porep`, `winning`, `wpost`, `snap`.
+    pub fn id_prefix(self) -> &'static str {
+        match self {
+            CircuitKind::Porep => "porep",
+            CircuitKind::Winning => "winning",
+            CircuitKind::Window => "wpost",
             CircuitKind::Snap => "snap",
         }
     }
@@ -125,6 +137,89 @@ impl CircuitKind {
     }
 }
 
+/// One Filecoin circuit: a kind at one of Filecoin's sector sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FilecoinCircuit {
+    /// The kind.
+    pub kind: CircuitKind,
+    /// The sector size in bytes, one of [`SECTOR_SIZES`].
+    pub sector_size: u64,
+}
+
+impl FilecoinCircuit {
+    /// The circuit of `kind` at `sector_size`, which must be one of Filecoin's.
+    pub fn new(kind: CircuitKind, sector_size: u64) -> Result<Self, FilecoinError> {
+        size_index(sector_size)?;
+        Ok(Self { kind, sector_size })
+    }
+
+    /// The circuit's id: its kind's [`CircuitKind::id_prefix`], a dash, the sector size with a
+    /// binary unit (`porep-32g`, `winning-2k`, `wpost-8m`, `snap-64g`).
+    pub fn id(self) -> String {
+        const UNITS: [(u64, &str); 3] = [(1 << 30, "g"), (1 << 20, "m"), (1 << 10, "k")];
+        let size = UNITS
+            .iter()
+            .find(|(unit, _)| self.sector_size % unit == 0)
+            .map(|(unit, suffix)| format!("{}{suffix}", self.sector_size / unit))
+            .unwrap_or_else(|| self.sector_size.to_string());
+        format!("{}-{size}", self.kind.id_prefix())
+    }
+
+    /// The circuit of an [`id`](Self::id).
+    pub fn parse(id: &str) -> Result<Self, FilecoinError> {
+        let unknown = || FilecoinError::InvalidInput(format!("unknown circuit id {id:?}"));
+        let (prefix, size) = id.split_once('-').ok_or_else(unknown)?;
+        let kind = CircuitKind::ALL
+            .into_iter()
+            .find(|k| k.id_prefix() == prefix)
+            .ok_or_else(unknown)?;
+        let split = size
+            .find(|c: char| !c.is_ascii_digit())
+            .ok_or_else(unknown)?;
+        let (digits, unit) = size.split_at(split);
+        let shift = match unit {
+            "k" => 10,
+            "m" => 20,
+            "g" => 30,
+            _ => return Err(unknown()),
+        };
+        let bytes = digits
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(1 << shift))
+            .ok_or_else(unknown)?;
+        Self::new(kind, bytes).map_err(|_| unknown())
+    }
+
+    /// The registered proof filecoin-ffi names today for this circuit
+    /// ([`CircuitKind::registered_proof`]).
+    pub fn registered_proof(self) -> u64 {
+        // `new` admitted the size.
+        self.kind.registered_proof(self.sector_size).unwrap_or(0)
+    }
+
+    /// The circuit's parameter files in `dir`.
+    pub fn param_files(self, dir: &Path) -> Result<ParamFiles, FilecoinError> {
+        self.kind.param_files(dir, self.sector_size)
+    }
+
+    /// Makes the circuit's parameters in `dir` with cuzk's setup seeded by `seed`, unless they
+    /// exist.
+    pub fn generate_params(
+        self,
+        dir: &Path,
+        seed: u64,
+    ) -> Result<(ParamFiles, GenerateReport), FilecoinError> {
+        self.kind.generate_params(dir, self.sector_size, seed)
+    }
+}
+
+impl fmt::Display for FilecoinCircuit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.id())
+    }
+}
+
 impl From<PostKind> for CircuitKind {
     fn from(kind: PostKind) -> Self {
         match kind {
@@ -160,6 +255,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn circuit_ids_name_kind_and_size() {
+        let porep = FilecoinCircuit::new(CircuitKind::Porep, 32 << 30).unwrap();
+        assert_eq!(porep.id(), "porep-32g");
+        assert_eq!(porep.registered_proof(), 8);
+        let window = FilecoinCircuit::new(CircuitKind::Window, 2048).unwrap();
+        assert_eq!(window.to_string(), "wpost-2k");
+        assert_eq!(window.registered_proof(), 10);
+        assert!(FilecoinCircuit::new(CircuitKind::Snap, 4096).is_err());
+        for bad in [
+            "porep",
+            "porep-",
+            "porep-32",
+            "porep-3x",
+            "porep-4k",
+            "window-2k",
+            "wpost-2kk",
+            "-2k",
+            "porep-99999999999999999999g",
+        ] {
+            assert!(FilecoinCircuit::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn kinds_have_distinct_files_by_filecoin_proofs_names() {
         let dir = Path::new("/nonexistent");
         let files: Vec<ParamFiles> = CircuitKind::ALL
@@ -182,6 +301,10 @@ mod tests {
                 assert_eq!(kind.sector_size_of(number).unwrap(), size);
             }
             assert!(kind.registered_proof(4096).is_err());
+            for size in SECTOR_SIZES {
+                let circuit = FilecoinCircuit::new(kind, size).unwrap();
+                assert_eq!(FilecoinCircuit::parse(&circuit.id()).unwrap(), circuit);
+            }
             assert!(kind
                 .sector_size_of(kind.registered_numbers().end() + 1)
                 .is_err());

@@ -36,7 +36,7 @@ pub mod snap;
 pub use c1::{C1Output, C1Summary};
 pub use error::FilecoinError;
 pub use jobs::{PostJobFile, SnapJobFile};
-pub use kinds::CircuitKind;
+pub use kinds::{CircuitKind, FilecoinCircuit};
 pub use params::ParamFiles;
 pub use porep::{PorepJob, SectorId};
 pub use prove::{
