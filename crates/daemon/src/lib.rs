@@ -1,7 +1,7 @@
 //! cuzk's proving daemon: the `cuzk.v1.ProvingEngine` gRPC service (the contract Curio's
-//! client speaks, `proto/cuzk/v1/proving.proto`) over cuzk-engine, with the standard health
-//! and reflection services, a bearer token and size limit in front of them, an HTTP status
-//! page, the TOML configuration, and a client.
+//! client speaks, compiled by cuzk-proto) over cuzk-engine, with the standard health and
+//! reflection services, a bearer token and size limit in front of them, an HTTP status page and
+//! the TOML configuration.
 //!
 //! - [`config`]: the file's sections and keys, their defaults and checks.
 //! - [`server::run`]: the daemon until its shutdown signal.
@@ -15,12 +15,9 @@
 //! - [`notify`]: systemd's `READY=1` and `STOPPING=1`.
 //! - [`workers`]: the engine's workers from `[gpus]`: CPU, or GPU workers per device (feature
 //!   `cuda`).
-//! - [`client`]: connecting (TCP with TLS, or a Unix socket) with the bearer token.
+//! - [`proto`] and [`client`]: cuzk-proto's messages and client, re-exported.
 //!
-//! The proto is Curio's contract (`docs/wire.md` of the project) with additions under new
-//! numbers only: the `SYNTHETIC = 100` kind and `AwaitProofResponse`'s `started_unix_ms = 20`
-//! and `finished_unix_ms = 21`; `build.rs` compiles it with protox, so no system `protoc` is
-//! needed. Health reports serving once the engine is ready. The unix socket has mode 0660 in a
+//! Health reports serving once the engine is ready. The unix socket has mode 0660 in a
 //! 0700 data folder the daemon owns. On SIGTERM or SIGINT it stops accepting jobs, gives running
 //! ones the grace period, and journals the rest to run again.
 //!
@@ -29,7 +26,6 @@
 
 #![forbid(unsafe_code)]
 
-pub mod client;
 pub mod config;
 pub mod guard;
 pub mod http;
@@ -44,15 +40,10 @@ pub use cuzk_engine as engine;
 // The crates a client (or a test) of the service needs, at the versions the service uses.
 pub use {tokio_stream, tonic, tonic_health, tonic_reflection};
 
-/// The generated messages, client and server of `cuzk.v1`.
-#[allow(missing_docs, clippy::all, missing_debug_implementations)]
-pub mod proto {
-    tonic::include_proto!("cuzk.v1");
-
-    /// The encoded file descriptor set of `cuzk.v1`, for server reflection.
-    pub const FILE_DESCRIPTOR_SET: &[u8] =
-        include_bytes!(concat!(env!("OUT_DIR"), "/cuzk_v1_descriptor.bin"));
-}
+/// The generated messages, client and server of `cuzk.v1` (cuzk-proto).
+pub use cuzk_proto as proto;
+/// A client of the daemon (cuzk-proto's).
+pub use cuzk_proto::client;
 
 /// Errors of the daemon.
 #[derive(Debug, thiserror::Error)]
@@ -72,9 +63,6 @@ pub enum DaemonError {
         #[source]
         source: std::io::Error,
     },
-    /// Connecting to a daemon or building a request failed.
-    #[error("client: {0}")]
-    Client(String),
 }
 
 /// An error with its sources, `a: b: c`.

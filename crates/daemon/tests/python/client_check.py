@@ -5,7 +5,7 @@ Usage: client_check.py --cuzk PATH/TO/cuzk
 
 Installs pinned grpcio, grpcio-tools and protobuf into a virtual environment in cuzk's cache
 folder ($CUZK_CACHE_DIR, $XDG_CACHE_HOME/cuzk or ~/.cache/cuzk) on first use, generates the
-Python stubs from crates/daemon/proto into a temporary folder, starts `cuzk daemon` on a
+Python stubs from crates/proto/proto into a temporary folder, starts `cuzk daemon` on a
 temporary data folder (unix socket), and drives SubmitProof, AwaitProof, Prove, CancelProof, GetStatus, GetMetrics,
 PreloadSRS, EvictSRS and the health service over it, checking each answer. Every wait is
 bounded. Exits non-zero on the first failed check.
@@ -23,7 +23,7 @@ import time
 
 PINNED = ["grpcio==1.68.1", "grpcio-tools==1.68.1", "protobuf==5.29.5"]
 HERE = pathlib.Path(__file__).resolve().parent
-PROTO_ROOT = HERE.parent.parent / "proto"
+PROTO_ROOT = HERE.parent.parent.parent / "proto" / "proto"
 
 
 def cache_dir() -> pathlib.Path:

@@ -10,8 +10,28 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 use tonic::{Request, Status};
 
-use crate::proto::proving_engine_client::ProvingEngineClient;
-use crate::DaemonError;
+use crate::proving_engine_client::ProvingEngineClient;
+
+/// Why a client could not be made: the message names the address or file.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ClientError(String);
+
+/// The full message of an error with its sources, `a: b: c` (tonic's transport errors say
+/// little at the top).
+fn error_text(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
 
 /// Adds `authorization: Bearer <token>` to each call.
 #[derive(Clone, Debug)]
@@ -21,11 +41,11 @@ pub struct Auth {
 
 impl Auth {
     /// An interceptor sending `token` (none: sending nothing).
-    pub fn new(token: Option<&str>) -> Result<Self, DaemonError> {
+    pub fn new(token: Option<&str>) -> Result<Self, ClientError> {
         let header = token
             .map(|t| {
                 MetadataValue::try_from(format!("Bearer {t}"))
-                    .map_err(|e| DaemonError::Client(format!("token: {e}")))
+                    .map_err(|e| ClientError(format!("token: {e}")))
             })
             .transpose()?;
         Ok(Self { header })
@@ -61,14 +81,13 @@ impl ClientTls {
         ca: &Path,
         identity: Option<(&Path, &Path)>,
         domain: Option<String>,
-    ) -> Result<Self, DaemonError> {
-        let read = |p: &Path| {
-            std::fs::read(p).map_err(|e| DaemonError::Client(format!("{}: {e}", p.display())))
-        };
+    ) -> Result<Self, ClientError> {
+        let read =
+            |p: &Path| std::fs::read(p).map_err(|e| ClientError(format!("{}: {e}", p.display())));
         Ok(Self {
             ca_pem: read(ca)?,
             identity_pem: identity
-                .map(|(cert, key)| Ok::<_, DaemonError>((read(cert)?, read(key)?)))
+                .map(|(cert, key)| Ok::<_, ClientError>((read(cert)?, read(key)?)))
                 .transpose()?,
             domain,
         })
@@ -87,13 +106,13 @@ impl ClientTls {
 }
 
 /// A channel to `addr` (`unix:///path/to.sock`, `host:port` or `http://host:port`).
-pub async fn channel(addr: &str) -> Result<Channel, DaemonError> {
+pub async fn channel(addr: &str) -> Result<Channel, ClientError> {
     channel_with(addr, None).await
 }
 
 /// A channel to `addr`, over TLS when `tls` is given (`host:port` or `https://host:port`).
-pub async fn channel_with(addr: &str, tls: Option<&ClientTls>) -> Result<Channel, DaemonError> {
-    let bad = |e: &dyn std::fmt::Display| DaemonError::Client(format!("{addr}: {e}"));
+pub async fn channel_with(addr: &str, tls: Option<&ClientTls>) -> Result<Channel, ClientError> {
+    let bad = |e: &dyn std::fmt::Display| ClientError(format!("{addr}: {e}"));
     if let Some(path) = addr.strip_prefix("unix://") {
         if tls.is_some() {
             return Err(bad(&"TLS is for TCP addresses, not unix sockets"));
@@ -111,7 +130,7 @@ pub async fn channel_with(addr: &str, tls: Option<&ClientTls>) -> Result<Channel
                 }
             }))
             .await
-            .map_err(|e| bad(&crate::error_text(&e)))
+            .map_err(|e| bad(&error_text(&e)))
     } else {
         let uri = if addr.contains("://") {
             addr.to_string()
@@ -130,17 +149,14 @@ pub async fn channel_with(addr: &str, tls: Option<&ClientTls>) -> Result<Channel
         if let Some(tls) = tls {
             endpoint = endpoint
                 .tls_config(tls.config())
-                .map_err(|e| bad(&crate::error_text(&e)))?;
+                .map_err(|e| bad(&error_text(&e)))?;
         }
-        endpoint
-            .connect()
-            .await
-            .map_err(|e| bad(&crate::error_text(&e)))
+        endpoint.connect().await.map_err(|e| bad(&error_text(&e)))
     }
 }
 
 /// A client of the daemon at `addr`, sending `token` if given.
-pub async fn connect(addr: &str, token: Option<&str>) -> Result<Client, DaemonError> {
+pub async fn connect(addr: &str, token: Option<&str>) -> Result<Client, ClientError> {
     connect_with(addr, token, None).await
 }
 
@@ -149,11 +165,11 @@ pub async fn connect_with(
     addr: &str,
     token: Option<&str>,
     tls: Option<&ClientTls>,
-) -> Result<Client, DaemonError> {
+) -> Result<Client, ClientError> {
     let header = token
         .map(|t| {
             MetadataValue::try_from(format!("Bearer {t}"))
-                .map_err(|e| DaemonError::Client(format!("token: {e}")))
+                .map_err(|e| ClientError(format!("token: {e}")))
         })
         .transpose()?;
     let channel = channel_with(addr, tls).await?;
