@@ -8,7 +8,7 @@
 //! partition first, then the queue's next job), awaiters on another for jobs ending. Nothing
 //! blocks while holding the state lock except short journal writes.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -26,7 +26,7 @@ use crate::params::{ParamConfig, ParamManager};
 use crate::queue::{JobQueue, Queued};
 use crate::run::{circuit_of, validate};
 use crate::spool::Spool;
-use crate::spread::{Helpers, PartitionTask};
+use crate::spread::{Helpers, Offered, PartitionTask};
 use crate::worker::worker_loop;
 use crate::EngineError;
 
@@ -129,10 +129,8 @@ pub(crate) struct State {
     pub(crate) jobs: HashMap<String, Job>,
     pub(crate) by_request: HashMap<String, String>,
     pub(crate) queue: JobQueue,
-    /// Partitions of running jobs offered to idle workers.
-    pub(crate) partitions: VecDeque<Box<PartitionTask>>,
-    /// Workers waiting for work.
-    pub(crate) idle: usize,
+    /// Partitions of running jobs offered to idle workers, and the workers waiting for work.
+    pub(crate) offered: Offered,
     pub(crate) workers: Vec<Worker>,
     pub(crate) stopping: bool,
     pub(crate) metrics: Metrics,
@@ -167,22 +165,17 @@ pub(crate) struct Shared {
 impl Helpers for Shared {
     fn offer(&self, task: Box<PartitionTask>) -> Result<(), Box<PartitionTask>> {
         let mut state = self.state();
-        // Each offered partition is matched with a worker waiting now, which takes offered
-        // partitions before jobs and before it leaves on shutdown: none is left behind.
-        if state.stopping || state.idle <= state.partitions.len() {
-            return Err(task);
-        }
-        state.partitions.push_back(task);
+        // A worker takes offered partitions before jobs and before it leaves on shutdown: none
+        // is left behind.
+        let stopping = state.stopping;
+        state.offered.offer(task, stopping)?;
         drop(state);
         self.work.notify_all();
         Ok(())
     }
 
     fn withdraw(&self, job: u64) -> usize {
-        let mut state = self.state();
-        let before = state.partitions.len();
-        state.partitions.retain(|t| t.ctx.job != job);
-        before - state.partitions.len()
+        self.state().offered.withdraw(job)
     }
 }
 

@@ -4,7 +4,6 @@
 //! partitions as they fall idle, so with a GPU's two workers the device proves partition k
 //! while the host synthesises k + 1, as in the daemon.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use cuzk_pipeline::JobContext;
@@ -14,7 +13,7 @@ use crate::job::{JobControl, JobRequest};
 use crate::params::ParamManager;
 use crate::run::{self, PceStore, RunResult};
 use crate::spool::SpoolData;
-use crate::spread::{Helpers, JobSite, PartitionTask};
+use crate::spread::{Helpers, JobSite, Offered, PartitionTask};
 use crate::EngineError;
 
 /// The job's sequence number in its spans (there is one).
@@ -82,9 +81,7 @@ struct Pool {
 
 #[derive(Debug, Default)]
 struct PoolState {
-    /// Helpers waiting for a partition.
-    idle: usize,
-    tasks: VecDeque<Box<PartitionTask>>,
+    offered: Offered,
     /// The job ended: helpers leave once the queue is empty.
     closed: bool,
 }
@@ -99,14 +96,14 @@ impl Pool {
         loop {
             let task = {
                 let mut state = self.state();
-                state.idle += 1;
+                state.offered.idle += 1;
                 loop {
-                    if let Some(task) = state.tasks.pop_front() {
-                        state.idle -= 1;
+                    if let Some(task) = state.offered.take() {
+                        state.offered.idle -= 1;
                         break Some(task);
                     }
                     if state.closed {
-                        state.idle -= 1;
+                        state.offered.idle -= 1;
                         break None;
                     }
                     state = self
@@ -131,20 +128,14 @@ impl Pool {
 impl Helpers for Pool {
     fn offer(&self, task: Box<PartitionTask>) -> Result<(), Box<PartitionTask>> {
         let mut state = self.state();
-        // Each offered partition is matched with a helper waiting now.
-        if state.closed || state.idle <= state.tasks.len() {
-            return Err(task);
-        }
-        state.tasks.push_back(task);
+        let closed = state.closed;
+        state.offered.offer(task, closed)?;
         drop(state);
         self.work.notify_one();
         Ok(())
     }
 
     fn withdraw(&self, job: u64) -> usize {
-        let mut state = self.state();
-        let before = state.tasks.len();
-        state.tasks.retain(|t| t.ctx.job != job);
-        before - state.tasks.len()
+        self.state().offered.withdraw(job)
     }
 }

@@ -6,6 +6,7 @@
 //! those being proven elsewhere are waited for (they hold the job's parameters, which must stay
 //! leased while any device uses them).
 
+use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
@@ -94,6 +95,43 @@ pub trait Helpers: std::fmt::Debug {
     /// Takes back the tasks of job `job` (its sequence number) that no worker has started;
     /// returns how many.
     fn withdraw(&self, job: u64) -> usize;
+}
+
+/// Partitions offered to idle workers, and how many wait for one: the state behind a
+/// [`Helpers`] (the engine's workers, or `local`'s helpers), kept under its owner's lock.
+#[derive(Debug, Default)]
+pub(crate) struct Offered {
+    tasks: VecDeque<Box<PartitionTask>>,
+    /// Workers waiting for work now.
+    pub(crate) idle: usize,
+}
+
+impl Offered {
+    /// Queues `task` when a waiting worker is left to take it (each offered partition is matched
+    /// with one), unless `closed`; else gives it back.
+    pub(crate) fn offer(
+        &mut self,
+        task: Box<PartitionTask>,
+        closed: bool,
+    ) -> Result<(), Box<PartitionTask>> {
+        if closed || self.idle <= self.tasks.len() {
+            return Err(task);
+        }
+        self.tasks.push_back(task);
+        Ok(())
+    }
+
+    /// The oldest offered partition.
+    pub(crate) fn take(&mut self) -> Option<Box<PartitionTask>> {
+        self.tasks.pop_front()
+    }
+
+    /// Removes job `job`'s partitions that no worker took; returns how many.
+    pub(crate) fn withdraw(&mut self, job: u64) -> usize {
+        let before = self.tasks.len();
+        self.tasks.retain(|t| t.ctx.job != job);
+        before - self.tasks.len()
+    }
 }
 
 /// No other workers: every partition is proven by the job's own.

@@ -32,7 +32,7 @@ enum Work {
 fn next_work(shared: &Shared, index: usize) -> Option<Work> {
     let mut state = shared.state();
     loop {
-        if let Some(task) = state.partitions.pop_front() {
+        if let Some(task) = state.offered.take() {
             let w = &mut state.workers[index];
             w.current = Some((task.job_id.clone(), task.kind));
             w.busy_since = Some(Instant::now());
@@ -64,13 +64,13 @@ fn next_work(shared: &Shared, index: usize) -> Option<Work> {
             crate::status::refresh(shared, &state);
             return Some(Work::Job(next.job_id, request, control, submitted_ms));
         }
-        state.idle += 1;
+        state.offered.idle += 1;
         state = shared
             .work
             .wait_timeout(state, Duration::from_secs(5))
             .unwrap_or_else(PoisonError::into_inner)
             .0;
-        state.idle -= 1;
+        state.offered.idle -= 1;
     }
 }
 

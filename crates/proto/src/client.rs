@@ -12,25 +12,33 @@ use tonic::{Request, Status};
 
 use crate::proving_engine_client::ProvingEngineClient;
 
-/// Why a client could not be made: the message names the address or file.
+/// Why a client could not be made: what failed (naming the address or file), and the error
+/// behind it, if any.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ClientError(String);
+#[error("{message}")]
+pub struct ClientError {
+    message: String,
+    #[source]
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
 
-/// The full message of an error with its sources, `a: b: c` (tonic's transport errors say
-/// little at the top).
-fn error_text(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
+impl ClientError {
+    fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            source: None,
         }
-        source = s.source();
     }
-    out
+
+    fn caused(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
 }
 
 /// Adds `authorization: Bearer <token>` to each call.
@@ -45,7 +53,7 @@ impl Auth {
         let header = token
             .map(|t| {
                 MetadataValue::try_from(format!("Bearer {t}"))
-                    .map_err(|e| ClientError(format!("token: {e}")))
+                    .map_err(|e| ClientError::caused("the token is not a valid header value", e))
             })
             .transpose()?;
         Ok(Self { header })
@@ -82,8 +90,9 @@ impl ClientTls {
         identity: Option<(&Path, &Path)>,
         domain: Option<String>,
     ) -> Result<Self, ClientError> {
-        let read =
-            |p: &Path| std::fs::read(p).map_err(|e| ClientError(format!("{}: {e}", p.display())));
+        let read = |p: &Path| {
+            std::fs::read(p).map_err(|e| ClientError::caused(p.display().to_string(), e))
+        };
         Ok(Self {
             ca_pem: read(ca)?,
             identity_pem: identity
@@ -112,7 +121,9 @@ pub async fn channel(addr: &str) -> Result<Channel, ClientError> {
 
 /// A channel to `addr`, over TLS when `tls` is given (`host:port` or `https://host:port`).
 pub async fn channel_with(addr: &str, tls: Option<&ClientTls>) -> Result<Channel, ClientError> {
-    let bad = |e: &dyn std::fmt::Display| ClientError(format!("{addr}: {e}"));
+    let bad = |e: &dyn std::fmt::Display| ClientError::new(format!("{addr}: {e}"));
+    let failed =
+        |e: tonic::transport::Error| ClientError::caused(format!("connecting to {addr}"), e);
     if let Some(path) = addr.strip_prefix("unix://") {
         if tls.is_some() {
             return Err(bad(&"TLS is for TCP addresses, not unix sockets"));
@@ -120,7 +131,7 @@ pub async fn channel_with(addr: &str, tls: Option<&ClientTls>) -> Result<Channel
         let path = PathBuf::from(path);
         // The URI is not used for unix sockets; the connector dials the path.
         Endpoint::try_from("http://[::1]:1")
-            .map_err(|e| bad(&e))?
+            .map_err(failed)?
             .connect_with_connector(tower::service_fn(move |_| {
                 let path = path.clone();
                 async move {
@@ -130,7 +141,7 @@ pub async fn channel_with(addr: &str, tls: Option<&ClientTls>) -> Result<Channel
                 }
             }))
             .await
-            .map_err(|e| bad(&error_text(&e)))
+            .map_err(failed)
     } else {
         let uri = if addr.contains("://") {
             addr.to_string()
@@ -145,13 +156,11 @@ pub async fn channel_with(addr: &str, tls: Option<&ClientTls>) -> Result<Channel
                  certificate (--tls-ca)",
             ));
         }
-        let mut endpoint = Endpoint::try_from(uri).map_err(|e| bad(&e))?;
+        let mut endpoint = Endpoint::try_from(uri).map_err(failed)?;
         if let Some(tls) = tls {
-            endpoint = endpoint
-                .tls_config(tls.config())
-                .map_err(|e| bad(&error_text(&e)))?;
+            endpoint = endpoint.tls_config(tls.config()).map_err(failed)?;
         }
-        endpoint.connect().await.map_err(|e| bad(&error_text(&e)))
+        endpoint.connect().await.map_err(failed)
     }
 }
 
@@ -169,7 +178,7 @@ pub async fn connect_with(
     let header = token
         .map(|t| {
             MetadataValue::try_from(format!("Bearer {t}"))
-                .map_err(|e| ClientError(format!("token: {e}")))
+                .map_err(|e| ClientError::caused("the token is not a valid header value", e))
         })
         .transpose()?;
     let channel = channel_with(addr, tls).await?;
