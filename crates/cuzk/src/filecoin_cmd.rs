@@ -126,10 +126,7 @@ fn param_dir(flag: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
     if let Some(dir) = flag {
         return Ok(dir.clone());
     }
-    if let Some(dir) = std::env::var_os("FIL_PROOFS_PARAMETER_CACHE") {
-        return Ok(PathBuf::from(dir));
-    }
-    cuzk_filecoin::params::test_params_dir()
+    cuzk_filecoin::params::parameter_dir(cuzk_filecoin::params::test_params_dir)
         .context("no cache folder: set CUZK_CACHE_DIR (or XDG_CACHE_HOME or HOME), or pass --dir")
 }
 

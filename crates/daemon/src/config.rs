@@ -476,8 +476,11 @@ impl Config {
         }
         let param_cache = match &self.srs.param_cache {
             Some(dir) => dir.clone(),
-            None => env_path("FIL_PROOFS_PARAMETER_CACHE")
-                .unwrap_or_else(|| PathBuf::from("/var/tmp/filecoin-proof-parameters")),
+            None => {
+                use cuzk_engine::filecoin::params::{parameter_dir, DEFAULT_PARAMETER_CACHE};
+                parameter_dir(|| Some(PathBuf::from(DEFAULT_PARAMETER_CACHE)))
+                    .unwrap_or_else(|| PathBuf::from(DEFAULT_PARAMETER_CACHE))
+            }
         };
         let pce_dir = self
             .pce

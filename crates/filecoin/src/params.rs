@@ -34,6 +34,17 @@ use crate::registered::format_sector_size;
 /// filecoin-proofs' default parameter folder.
 pub const DEFAULT_PARAMETER_CACHE: &str = "/var/tmp/filecoin-proof-parameters";
 
+/// Where Filecoin parameters are read when no folder is named: filecoin-proofs' own variable,
+/// `$FIL_PROOFS_PARAMETER_CACHE` (when set and not empty), else `otherwise`: the daemon passes
+/// [`DEFAULT_PARAMETER_CACHE`] (the published parameters' home on a proving host), the CLI
+/// [`test_params_dir`] (where it makes the test sizes' parameters).
+pub fn parameter_dir(otherwise: impl FnOnce() -> Option<PathBuf>) -> Option<PathBuf> {
+    std::env::var_os("FIL_PROOFS_PARAMETER_CACHE")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(otherwise)
+}
+
 /// The seed of the test parameters cuzk's setup makes for the test sector sizes (`cuzk params`,
 /// `cuzk prove`, the daemon's `generate_test_params`, the tests), which names their folder.
 pub const TEST_PARAMS_SEED: u64 = 0;
