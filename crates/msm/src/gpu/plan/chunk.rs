@@ -6,8 +6,8 @@
 //! memory ([`MsmPlan::for_device`], which `GpuMsm::plan` calls): every chunk after the first
 //! adds a merge of partial sums per bucket, so chunks are as large as memory comfortably allows.
 //!
-//! Streamed MSMs (bases or scalars in host memory) take a quarter of the points per chunk
-//! ([`streamed_chunk_len`]). Their inputs come from pinned memory (each chunk copied straight
+//! Streamed MSMs (bases or scalars in host memory) take a quarter of the points per chunk, at
+//! most [`LARGEST_STREAMED_CHUNK`] ([`streamed_chunk_len`]). Their inputs come from pinned memory (each chunk copied straight
 //! into a ring of two device slots) or from pageable memory (through two pinned staging buffers
 //! per input that the host fills while the device works on the chunks before;
 //! [`MsmPlan::host_staging_bytes`]). Chunk `k + 1`'s copies are queued before chunk `k`'s
