@@ -6,8 +6,8 @@
 //! memory ([`MsmPlan::for_device`], which `GpuMsm::plan` calls): every chunk after the first
 //! adds a merge of partial sums per bucket, so chunks are as large as memory comfortably allows.
 //!
-//! Streamed MSMs (bases or scalars in host memory) take a quarter of the points per chunk, at
-//! most [`LARGEST_STREAMED_CHUNK`] ([`streamed_chunk_len`]). Their inputs come from pinned memory (each chunk copied straight
+//! Streamed MSMs (bases or scalars in host memory) take a quarter of the points per chunk
+//! ([`streamed_chunk_len`]). Their inputs come from pinned memory (each chunk copied straight
 //! into a ring of two device slots) or from pageable memory (through two pinned staging buffers
 //! per input that the host fills while the device works on the chunks before;
 //! [`MsmPlan::host_staging_bytes`]). Chunk `k + 1`'s copies are queued before chunk `k`'s
@@ -43,24 +43,16 @@ pub const LARGE_CHUNK_MEMORY_SHARE: usize = 4;
 /// [`streamed_chunk_len`]).
 pub const DEFAULT_STREAMED_CHUNK: usize = 1 << 22;
 
-/// The longest chunk when bases or scalars stream from host memory (see
-/// [`streamed_chunk_len`]). A streamed call holds three chunks of staging on the device, so
-/// its memory follows the chunk: at G1 2^27 chunks of 2^25 points took 28.4 GiB, of 2^24
-/// 18.4 GiB (H100 plans), about 10 GiB that a 32 GiB sector's partition reserved (its tail
-/// MSMs are bounded by the longest query) and residency could not use. 2^24 is the chunk that
-/// measured best streamed at 2^26.
-pub const LARGEST_STREAMED_CHUNK: usize = 1 << 24;
-
 /// Points per chunk when bases or scalars of an MSM of `n_points` stream from host memory: a
 /// quarter of the points, at least [`DEFAULT_STREAMED_CHUNK`] and at most
-/// [`LARGEST_STREAMED_CHUNK`]. The copy of the first chunk cannot overlap anything, so chunks
+/// [`DEFAULT_RESIDENT_CHUNK`]. The copy of the first chunk cannot overlap anything, so chunks
 /// should be short; every chunk after the first adds work per bucket, so they should be few.
 /// A quarter measured best on the H200 with bases and scalars in pinned memory at G1 2^24 and
 /// 2^26 (docs/benchmarks.md, "Streamed chunks").
 pub fn streamed_chunk_len(n_points: usize) -> usize {
     n_points
         .div_ceil(4)
-        .clamp(DEFAULT_STREAMED_CHUNK, LARGEST_STREAMED_CHUNK)
+        .clamp(DEFAULT_STREAMED_CHUNK, DEFAULT_RESIDENT_CHUNK)
 }
 
 impl MsmPlan {
@@ -145,8 +137,7 @@ mod tests {
         assert_eq!(streamed_chunk_len(1000), DEFAULT_STREAMED_CHUNK);
         assert_eq!(streamed_chunk_len(1 << 24), 1 << 22);
         assert_eq!(streamed_chunk_len(1 << 26), 1 << 24);
-        assert_eq!(streamed_chunk_len(1 << 27), LARGEST_STREAMED_CHUNK);
-        assert_eq!(streamed_chunk_len(1 << 28), LARGEST_STREAMED_CHUNK);
+        assert_eq!(streamed_chunk_len(1 << 28), DEFAULT_RESIDENT_CHUNK);
     }
 
     #[test]

@@ -45,7 +45,7 @@ pub use affine::{
 pub(crate) use affine::{tree_sizes, AffineScratch, AFFINE_PER, TREE_PER};
 pub use chunk::{
     streamed_chunk_len, DEFAULT_RESIDENT_CHUNK, DEFAULT_STREAMED_CHUNK, LARGEST_RESIDENT_CHUNK,
-    LARGEST_STREAMED_CHUNK, LARGE_CHUNK_MEMORY_SHARE,
+    LARGE_CHUNK_MEMORY_SHARE,
 };
 pub use cost::device_bytes_needed;
 pub use cuzk_gpu::DeviceInfo;
