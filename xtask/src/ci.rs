@@ -60,36 +60,87 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     if std::env::var_os(cuzk_gpu_build::ARCHS_ENV).is_none() {
         std::env::set_var(cuzk_gpu_build::ARCHS_ENV, CI_ARCHS);
     }
-    cmd!(sh, "cargo fmt --all -- --check")
+    let mut steps = Steps::default();
+    let result = run_steps(sh, &mut steps);
+    steps.report();
+    result
+}
+
+/// How long each step of a run took, printed as each ends and again at the end (also after a
+/// failure): where a CI run's minutes go.
+#[derive(Default)]
+struct Steps {
+    done: Vec<(&'static str, std::time::Duration)>,
+}
+
+impl Steps {
+    fn run<T>(
+        &mut self,
+        name: &'static str,
+        step: impl FnOnce() -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        let start = std::time::Instant::now();
+        let result = step();
+        let took = start.elapsed();
+        eprintln!("ci: {name}: {:.0} s", took.as_secs_f64());
+        self.done.push((name, took));
+        result
+    }
+
+    fn report(&self) {
+        eprintln!("ci: time by step");
+        for (name, took) in &self.done {
+            eprintln!("ci: {:>7.0} s  {name}", took.as_secs_f64());
+        }
+        let total: std::time::Duration = self.done.iter().map(|(_, t)| *t).sum();
+        eprintln!("ci: {:>7.0} s  in all", total.as_secs_f64());
+    }
+}
+
+fn run_steps(sh: &Shell, steps: &mut Steps) -> anyhow::Result<()> {
+    steps.run("fmt", || {
+        cmd!(sh, "cargo fmt --all -- --check")
+            .run()
+            .context("formatting differs: run `cargo fmt --all`")
+    })?;
+    steps.run("clippy", || {
+        cmd!(
+            sh,
+            "cargo clippy --workspace --all-targets --locked -- -D warnings"
+        )
         .run()
-        .context("formatting differs: run `cargo fmt --all`")?;
-    cmd!(
-        sh,
-        "cargo clippy --workspace --all-targets --locked -- -D warnings"
-    )
-    .run()
-    .context("clippy")?;
+        .context("clippy")
+    })?;
     // Every test and the doctests; the examples are not linked (clippy above checked that they
     // compile, and each links the filecoin-proofs tree: minutes on a 2-core machine).
-    cmd!(sh, "cargo test --workspace --locked --lib --bins --tests")
-        .run()
-        .context("tests")?;
-    cmd!(sh, "cargo test --workspace --locked --doc")
-        .run()
-        .context("doctests")?;
-    daemon_python_client(sh)?;
+    steps.run("tests", || {
+        cmd!(sh, "cargo test --workspace --locked --lib --bins --tests")
+            .run()
+            .context("tests")
+    })?;
+    steps.run("doctests", || {
+        cmd!(sh, "cargo test --workspace --locked --doc")
+            .run()
+            .context("doctests")
+    })?;
+    steps.run("python client", || daemon_python_client(sh))?;
     // The MSM kernels' logic (both bucket-sum strategies, every special case) on the host
     // emulator: the same kernel sources, compiled by the C++ compiler.
-    cmd!(
-        sh,
-        "cargo test --locked -p cuzk-msm --features emu --lib gpu::"
-    )
-    .run()
-    .context("MSM kernel tests on the host emulator")?;
+    steps.run("msm on the emulator", || {
+        cmd!(
+            sh,
+            "cargo test --locked -p cuzk-msm --features emu --lib gpu::"
+        )
+        .run()
+        .context("MSM kernel tests on the host emulator")
+    })?;
 
-    let nvcc = kernels::ensure_nvcc(sh, true)?;
-    kernels::compile_all(&nvcc).context("compiling the CUDA kernels")?;
-    kernels::host_check(sh)?;
+    let nvcc = steps.run("nvcc and kernels", || {
+        let nvcc = kernels::ensure_nvcc(sh, true)?;
+        kernels::compile_all(&nvcc).context("compiling the CUDA kernels")?;
+        kernels::host_check(sh)?;
+        Ok(nvcc)
+    })?;
     let packages: Vec<String> = CUDA_PACKAGES
         .iter()
         .flat_map(|p| ["-p".into(), p.to_string()])
@@ -101,41 +152,52 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     // against the CPU's bytes (both need the 2 KiB parameters: made in cuzk's cache). They
     // depend on cuzk-filecoin, so they build in the default target folder, where the
     // filecoin-proofs tree is already built (the cuda folder would build it a second time).
-    cmd!(sh, "cargo clippy -p cuzk-engine -p cuzk-daemon --features cuzk-engine/emu,cuzk-daemon/cuda --all-targets --locked -- -D warnings")
+    steps.run("engine and daemon clippy, cuda", || {
+        cmd!(sh, "cargo clippy -p cuzk-engine -p cuzk-daemon --features cuzk-engine/emu,cuzk-daemon/cuda --all-targets --locked -- -D warnings")
+            .run()
+            .context("clippy over the engine and daemon with the `cuda` feature")
+    })?;
+    steps.run("engine's GPU workers on the emulator", || {
+        cmd!(
+            sh,
+            "cargo test --locked -p cuzk-engine --features emu --test gpu_engine --test gpu_filecoin"
+        )
         .run()
-        .context("clippy over the engine and daemon with the `cuda` feature")?;
-    cmd!(
-        sh,
-        "cargo test --locked -p cuzk-engine --features emu --test gpu_engine --test gpu_filecoin"
-    )
-    .run()
-    .context("the engine's GPU workers on the kernel emulator")?;
+        .context("the engine's GPU workers on the kernel emulator")
+    })?;
     // In the default target folder too: the dependencies built above (same features) are reused
     // rather than built again in `target/cuda`, minutes on a 2-core machine. These builds replace
     // `target/debug/cuzk` with a build without the daemon (`--no-default-features`), which the
     // next `cargo build` or `cargo test` puts back.
-    cmd!(sh, "cargo clippy {packages...} --no-default-features --features {CUDA_FEATURES} --all-targets --locked -- -D warnings")
+    steps.run("clippy, cuda", || {
+        cmd!(sh, "cargo clippy {packages...} --no-default-features --features {CUDA_FEATURES} --all-targets --locked -- -D warnings")
+            .run()
+            .context("clippy with the `cuda` feature")
+    })?;
+    steps.run("emulator clippy", || {
+        cmd!(
+            sh,
+            "cargo clippy -p cuzk-gpu --features emu --all-targets --locked -- -D warnings"
+        )
         .run()
-        .context("clippy with the `cuda` feature")?;
-    cmd!(
-        sh,
-        "cargo clippy -p cuzk-gpu --features emu --all-targets --locked -- -D warnings"
-    )
-    .run()
-    .context("clippy over the kernel emulator's driver")?;
+        .context("clippy over the kernel emulator's driver")
+    })?;
     // The emulated driver itself: copies, poisoned fresh memory, ranges lent by a region.
-    cmd!(
-        sh,
-        "cargo test --locked -p cuzk-gpu --features emu --lib emu::"
-    )
-    .run()
-    .context("the kernel emulator's driver")?;
+    steps.run("emulator driver", || {
+        cmd!(
+            sh,
+            "cargo test --locked -p cuzk-gpu --features emu --lib emu::"
+        )
+        .run()
+        .context("the kernel emulator's driver")
+    })?;
     // The GPU NTT and the GPU prover on the kernel emulator (cuzk-gpu's `emu`: the driver API on
     // host memory, the kernels compiled for the host): the NTT against its reference, the arena
     // lending device buffers, proofs against the CPU backend's bytes, a pre-compiled circuit's
     // products on the device.
-    cmd!(sh, "cargo test --locked -p cuzk-gpu -p cuzk-ntt -p cuzk-vram -p cuzk --no-default-features --features cuzk-ntt/cuda,cuzk-vram/cuda,cuzk/cuda,cuzk-gpu/emu --test gpu --test device --test gpu_backend --test gpu_products --test pinned_count")
-        .run()
-        .context("the GPU NTT and prover on the kernel emulator")?;
-    Ok(())
+    steps.run("GPU NTT and prover on the emulator", || {
+        cmd!(sh, "cargo test --locked -p cuzk-gpu -p cuzk-ntt -p cuzk-vram -p cuzk --no-default-features --features cuzk-ntt/cuda,cuzk-vram/cuda,cuzk/cuda,cuzk-gpu/emu --test gpu --test device --test gpu_backend --test gpu_products --test pinned_count")
+            .run()
+            .context("the GPU NTT and prover on the kernel emulator")
+    })
 }
