@@ -299,15 +299,24 @@ fn backends(run: &RunArgs) -> anyhow::Result<(Vec<Arc<dyn ProofBackend>>, String
     let gpu_workers = run.workers.unwrap_or(2) as usize;
     let chosen = crate::backend::open(run.backend, run.device, gpu_workers, run.policy)?;
     let describe = chosen.describe();
+    // Every constraint checked before proving, as the daemon does by default: a circuit that
+    // does not hold is an error naming its first failing constraint, not a proof that fails to
+    // verify.
+    let check_satisfied = true;
     let backends: Vec<Arc<dyn ProofBackend>> = match chosen {
         Chosen::Cpu(_) => (0..run.workers.unwrap_or(1))
-            .map(|_| Arc::new(cuzk_engine::CpuProofBackend::new(false)) as Arc<dyn ProofBackend>)
+            .map(|_| {
+                Arc::new(cuzk_engine::CpuProofBackend::new(check_satisfied))
+                    as Arc<dyn ProofBackend>
+            })
             .collect(),
         #[cfg(feature = "cuda")]
-        Chosen::Gpu(gpus) => cuzk_engine::gpu::GpuProofBackend::from_workers(gpus, false, None)
-            .into_iter()
-            .map(|b| Arc::new(b) as Arc<dyn ProofBackend>)
-            .collect(),
+        Chosen::Gpu(gpus) => {
+            cuzk_engine::gpu::GpuProofBackend::from_workers(gpus, check_satisfied, None)
+                .into_iter()
+                .map(|b| Arc::new(b) as Arc<dyn ProofBackend>)
+                .collect()
+        }
     };
     let describe = match backends.first().map(|b| b.device()) {
         Some(d) if d == "cpu" => format!(
