@@ -289,9 +289,34 @@ fn prove(what: &str, request: JobRequest, kind: CircuitKind, run: &RunArgs) -> a
     };
     let control = Arc::new(JobControl::default());
     let start = Instant::now();
-    let result = cuzk_engine::local::prove(request, &backends, &params, pce.as_ref(), &control)
-        .map_err(|e| anyhow::anyhow!(cuzk_engine::error_chain(&e)))?;
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let result = std::thread::scope(|scope| {
+        let control = &control;
+        scope.spawn(move || progress(control, start, finished));
+        let result = cuzk_engine::local::prove(request, &backends, &params, pce.as_ref(), control);
+        drop(done);
+        result
+    })
+    .map_err(|e| anyhow::anyhow!(cuzk_engine::error_chain(&e)))?;
     report(&result, &control, start.elapsed(), &run.out)
+}
+
+/// A line each time partitions are proven (a 32 GiB sector's ten take minutes on a GPU and
+/// hours on a CPU), until `finished` is closed.
+fn progress(control: &JobControl, start: Instant, finished: std::sync::mpsc::Receiver<()>) {
+    let mut shown = 0;
+    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+        finished.recv_timeout(std::time::Duration::from_millis(500))
+    {
+        let proven = control.timings().len();
+        if proven > shown {
+            shown = proven;
+            println!(
+                "proven: {proven} partition(s) at {:.1} s",
+                start.elapsed().as_secs_f64()
+            );
+        }
+    }
 }
 
 /// The engine's workers `run` asks for, and a line describing them.
