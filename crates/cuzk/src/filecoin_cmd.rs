@@ -169,7 +169,7 @@ fn prove_params(
     sector_size: u64,
 ) -> anyhow::Result<PathBuf> {
     let dir = param_dir(flag)?;
-    if sector_size <= 8 << 20 {
+    if sector_size <= cuzk_filecoin::params::MAX_TEST_SECTOR_SIZE {
         make_params(&dir, kind, sector_size)?;
     }
     Ok(dir)
@@ -280,12 +280,9 @@ fn prove(what: &str, request: JobRequest, kind: CircuitKind, run: &RunArgs) -> a
         budget_bytes: u64::MAX,
     });
     params.attach(&backends);
-    let pce = match (run.pce, &run.pce_dir) {
-        (false, _) => None,
-        (true, Some(dir)) => Some(PceStore::new(dir.clone())),
-        (true, None) => Some(PceStore::new(cuzk_pce::default_dir().context(
-            "no cache folder for pre-compiled circuits: pass --pce-dir or set CUZK_CACHE_DIR",
-        )?)),
+    let pce = match run.pce {
+        true => Some(PceStore::new(crate::pce_dir(&run.pce_dir)?)),
+        false => None,
     };
     let control = Arc::new(JobControl::default());
     let start = Instant::now();
@@ -322,14 +319,19 @@ fn progress(control: &JobControl, start: Instant, finished: std::sync::mpsc::Rec
 /// The engine's workers `run` asks for, and a line describing them.
 fn backends(run: &RunArgs) -> anyhow::Result<(Vec<Arc<dyn ProofBackend>>, String)> {
     let gpu_workers = run.workers.unwrap_or(2) as usize;
-    let chosen = crate::backend::open(run.backend, run.device, gpu_workers, run.policy)?;
+    let chosen = match crate::backend::open(run.backend, run.device, gpu_workers, run.policy)? {
+        // Each CPU worker proves on every core: one unless more are asked for.
+        Chosen::Cpu(_) => Chosen::Cpu(run.workers.unwrap_or(1) as usize),
+        #[cfg(feature = "cuda")]
+        gpu => gpu,
+    };
     let describe = chosen.describe();
     // Every constraint checked before proving, as the daemon does by default: a circuit that
     // does not hold is an error naming its first failing constraint, not a proof that fails to
     // verify.
     let check_satisfied = true;
     let backends: Vec<Arc<dyn ProofBackend>> = match chosen {
-        Chosen::Cpu(_) => (0..run.workers.unwrap_or(1))
+        Chosen::Cpu(workers) => (0..workers)
             .map(|_| {
                 Arc::new(cuzk_engine::CpuProofBackend::new(check_satisfied))
                     as Arc<dyn ProofBackend>
@@ -342,14 +344,6 @@ fn backends(run: &RunArgs) -> anyhow::Result<(Vec<Arc<dyn ProofBackend>>, String
                 .map(|b| Arc::new(b) as Arc<dyn ProofBackend>)
                 .collect()
         }
-    };
-    let describe = match backends.first().map(|b| b.device()) {
-        Some(d) if d == "cpu" => format!(
-            "cpu ({} threads, {} worker(s))",
-            rayon::current_num_threads(),
-            backends.len()
-        ),
-        _ => describe,
     };
     Ok((backends, describe))
 }

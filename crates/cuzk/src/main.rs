@@ -456,15 +456,19 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The bench circuit's pre-compiled form: loaded from the cache folder, or recorded into it.
-fn pre_compiled(args: &BenchArgs, circuit: &PorepShaped) -> anyhow::Result<cuzk_pce::PreCompiled> {
-    let dir = match &args.pce_dir {
-        Some(dir) => dir.clone(),
+/// The pre-compiled circuits' folder: `--pce-dir`, else cuzk's cache's `pce`.
+fn pce_dir(flag: &Option<std::path::PathBuf>) -> anyhow::Result<std::path::PathBuf> {
+    match flag {
+        Some(dir) => Ok(dir.clone()),
         None => cuzk_pce::default_dir().context(
             "no cache folder for pre-compiled circuits: pass --pce-dir or set CUZK_CACHE_DIR",
-        )?,
-    };
-    let cache = cuzk_pce::PceCache::new(dir);
+        ),
+    }
+}
+
+/// The bench circuit's pre-compiled form: loaded from the cache folder, or recorded into it.
+fn pre_compiled(args: &BenchArgs, circuit: &PorepShaped) -> anyhow::Result<cuzk_pce::PreCompiled> {
+    let cache = cuzk_pce::PceCache::new(pce_dir(&args.pce_dir)?);
     // The topology depends on the size only; the seed changes the witness.
     let key = format!("porep_shaped-2^{}", args.log_size);
     let start = Instant::now();

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use cuzk_filecoin::params::MAX_TEST_SECTOR_SIZE;
 use cuzk_filecoin::{FilecoinCircuit, ParamFiles};
 use cuzk_groth16::{Check, MappedParameters, Parameters};
 
@@ -34,9 +35,6 @@ use crate::EngineError;
 /// The seed of generated test parameters (the same as `cuzk params` and `cuzk prove`, so they
 /// share the cache folder).
 pub use cuzk_filecoin::params::TEST_PARAMS_SEED;
-
-/// Largest sector size whose parameters may be generated (test sizes only).
-const MAX_GENERATED_SECTOR: u64 = 8 << 20;
 
 /// A circuit whose parameters the manager holds: a Filecoin circuit, or the synthetic circuit
 /// of 2^n constraints.
@@ -110,7 +108,7 @@ impl CircuitId {
     fn generate(self, filecoin_dir: &Path, files: &ParamFiles) -> Result<(), EngineError> {
         let seed = TEST_PARAMS_SEED;
         match self {
-            CircuitId::Filecoin(c) if c.sector_size > MAX_GENERATED_SECTOR => {
+            CircuitId::Filecoin(c) if c.sector_size() > MAX_TEST_SECTOR_SIZE => {
                 return Err(EngineError::MissingParameters {
                     path: files.params.clone(),
                 })

@@ -137,13 +137,12 @@ impl CircuitKind {
     }
 }
 
-/// One Filecoin circuit: a kind at one of Filecoin's sector sizes.
+/// One Filecoin circuit: a kind at one of Filecoin's sector sizes (the fields are private so
+/// that every value is one [`FilecoinCircuit::new`] admitted).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FilecoinCircuit {
-    /// The kind.
-    pub kind: CircuitKind,
-    /// The sector size in bytes, one of [`SECTOR_SIZES`].
-    pub sector_size: u64,
+    kind: CircuitKind,
+    sector_size: u64,
 }
 
 impl FilecoinCircuit {
@@ -151,6 +150,16 @@ impl FilecoinCircuit {
     pub fn new(kind: CircuitKind, sector_size: u64) -> Result<Self, FilecoinError> {
         size_index(sector_size)?;
         Ok(Self { kind, sector_size })
+    }
+
+    /// The kind.
+    pub fn kind(self) -> CircuitKind {
+        self.kind
+    }
+
+    /// The sector size in bytes, one of [`SECTOR_SIZES`].
+    pub fn sector_size(self) -> u64 {
+        self.sector_size
     }
 
     /// The circuit's id: its kind's [`CircuitKind::id_prefix`], a dash, the sector size with a

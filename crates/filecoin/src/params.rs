@@ -45,6 +45,10 @@ pub fn parameter_dir(otherwise: impl FnOnce() -> Option<PathBuf>) -> Option<Path
         .or_else(otherwise)
 }
 
+/// The largest sector size whose parameters cuzk's setup makes (the test sizes, 2 KiB and
+/// 8 MiB); larger sizes need filecoin-proofs' published parameters.
+pub const MAX_TEST_SECTOR_SIZE: u64 = 8 << 20;
+
 /// The seed of the test parameters cuzk's setup makes for the test sector sizes (`cuzk params`,
 /// `cuzk prove`, the daemon's `generate_test_params`, the tests), which names their folder.
 pub const TEST_PARAMS_SEED: u64 = 0;
