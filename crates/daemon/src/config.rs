@@ -478,8 +478,7 @@ impl Config {
             Some(dir) => dir.clone(),
             None => {
                 use cuzk_engine::filecoin::params::{parameter_dir, DEFAULT_PARAMETER_CACHE};
-                parameter_dir(|| Some(PathBuf::from(DEFAULT_PARAMETER_CACHE)))
-                    .unwrap_or_else(|| PathBuf::from(DEFAULT_PARAMETER_CACHE))
+                parameter_dir(|| None).unwrap_or_else(|| PathBuf::from(DEFAULT_PARAMETER_CACHE))
             }
         };
         let pce_dir = self
