@@ -5,12 +5,14 @@
 //! - [`Proof`]: 192 bytes of compressed points;
 //! - [`verify_proof`], [`verify_proofs_batch`] over a [`PreparedVerifyingKey`];
 //! - [`synthesize`]: a bellpepper `ConstraintSystem` yielding the [`ProvingAssignment`] the prover
-//!   consumes;
+//!   consumes; [`Ahead`]: a proof's partitions synthesised on several threads ahead of the
+//!   prover, with a bound on how many exist at once;
 //! - [`generate_random_parameters`]: a test setup (seeded), identical to bellperson's.
 //!
 //! Proving itself lives in `cuzk-pipeline`; the `cuzk` crate puts the two behind bellperson's
 //! function names.
 
+mod ahead;
 mod codec;
 pub mod engine;
 mod error;
@@ -22,6 +24,7 @@ mod timing;
 mod verify;
 mod vk;
 
+pub use ahead::{Ahead, Made};
 pub use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 pub use codec::Check;
 pub use engine::{Bls12, Engine};

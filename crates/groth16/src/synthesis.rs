@@ -135,6 +135,19 @@ impl Capacity {
             aux: params.len(Query::L),
         }
     }
+
+    /// Host bytes of one partition's synthesised vectors, about: its values (inputs and aux),
+    /// and unless `witness_only` (a pre-compiled circuit's witness, whose a, b, c the prover
+    /// makes) its a, b, c. What bounds how many partitions may be synthesised ahead.
+    pub fn partition_bytes(&self, witness_only: bool) -> u64 {
+        let values = self.inputs + self.aux;
+        let products = if witness_only {
+            0
+        } else {
+            3 * self.constraints
+        };
+        ((values + products) * std::mem::size_of::<Scalar>()) as u64
+    }
 }
 
 /// [`synthesize`] with the vectors allocated up front. A wrong capacity is only a hint: the
