@@ -174,6 +174,7 @@ fn main() {
         helpers: &Alone,
         control: &control,
         ctx: Default::default(),
+        synthesis_threads: 1,
     };
     let direct_run = || {
         let start = Instant::now();

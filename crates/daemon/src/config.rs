@@ -157,6 +157,8 @@ pub struct SrsSection {
 pub struct PipelineSection {
     /// Check every constraint before proving.
     pub check_satisfied: Option<bool>,
+    /// Partitions of one job synthesised at once (default: a quarter of the cores).
+    pub synthesis_threads: Option<u32>,
 }
 
 /// `[pce]`.
@@ -325,6 +327,8 @@ pub struct Resolved {
     pub preload: Vec<String>,
     /// Check constraints before proving.
     pub check_satisfied: bool,
+    /// Partitions of one job synthesised at once.
+    pub synthesis_threads: usize,
     /// The pre-compiled circuits' folder, when they are used.
     pub pce_dir: Option<PathBuf>,
     /// The tracing filter.
@@ -543,6 +547,15 @@ impl Config {
             generate_test_params: self.srs.generate_test_params.unwrap_or(false),
             preload: self.srs.preload.clone(),
             check_satisfied: self.pipeline.check_satisfied.unwrap_or(true),
+            synthesis_threads: match self.pipeline.synthesis_threads {
+                None => cuzk_engine::default_synthesis_threads(),
+                Some(n @ 1..=64) => n as usize,
+                Some(n) => {
+                    return Err(DaemonError::Config(format!(
+                        "[pipeline] synthesis_threads = {n}: expected 1..=64"
+                    )))
+                }
+            },
             pce_dir,
             log_level: self.logging.level.clone().unwrap_or_else(|| "info".into()),
             log_json: match self.logging.format.as_deref() {
@@ -703,5 +716,25 @@ mod tests {
             let err = chosen.unwrap_err().to_string();
             assert!(err.contains("without the GPU backend"), "{err}");
         }
+    }
+
+    #[test]
+    fn synthesis_threads_default_to_a_quarter_of_the_cores_and_are_checked() {
+        let resolve = |pipeline: &str| {
+            Config::parse(&format!(
+                "[daemon]\ndata_dir = \"/tmp/x\"\n[pipeline]\n{pipeline}"
+            ))
+            .and_then(|c| c.resolve())
+        };
+        assert_eq!(
+            resolve("").unwrap().synthesis_threads,
+            cuzk_engine::default_synthesis_threads()
+        );
+        assert_eq!(
+            resolve("synthesis_threads = 3").unwrap().synthesis_threads,
+            3
+        );
+        let err = resolve("synthesis_threads = 0").unwrap_err().to_string();
+        assert!(err.contains("synthesis_threads"), "{err}");
     }
 }

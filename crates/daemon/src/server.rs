@@ -273,6 +273,7 @@ pub async fn run(
         max_pending_jobs: config.max_pending_jobs,
         max_spool_bytes: config.max_spool_bytes,
         allow_synthetic: config.allow_synthetic,
+        synthesis_threads: config.synthesis_threads,
     };
     let backends = crate::workers::backends(&config)?;
     let preload = config.preload.clone();

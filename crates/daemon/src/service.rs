@@ -356,6 +356,7 @@ mod tests {
             max_pending_jobs: 1000,
             max_spool_bytes: u64::MAX,
             allow_synthetic: true,
+            synthesis_threads: 1,
         };
         // No workers: every job stays pending, so every waiter waits until the stop.
         let engine = Arc::new(Engine::start(config, Vec::new(), None).unwrap());

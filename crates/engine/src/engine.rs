@@ -59,6 +59,10 @@ pub struct EngineConfig {
     /// parameters a client could otherwise make the engine generate); the daemon's
     /// `[daemon] allow_synthetic`.
     pub allow_synthetic: bool,
+    /// Partitions of one job synthesised at once, each on a thread of its own (at least 1;
+    /// [`default_synthesis_threads`](crate::default_synthesis_threads)); how many may wait for
+    /// a worker besides is bounded by the memory budget left beside the hot parameters.
+    pub synthesis_threads: usize,
 }
 
 #[derive(Debug)]

@@ -145,16 +145,17 @@ impl GpuProofBackend {
 
     /// Offers `circuit`'s matrices to the device once per topology, for all its workers (they
     /// share the device's resident circuits): later partitions of that topology find them
-    /// resident, or, when they did not fit, have their products made on the host.
-    fn make_circuit_resident(&self, circuit: &PreCompiled) -> Result<(), PipelineError> {
+    /// resident, or, when they did not fit, have their products made on the host. Returns
+    /// whether they are resident.
+    pub fn preload_circuit(&self, circuit: &PreCompiled) -> Result<bool, PipelineError> {
         let mut residency = self.residency();
         let topology = circuit.topology();
-        if residency.circuits.contains_key(&topology) {
-            return Ok(());
+        if let Some(&resident) = residency.circuits.get(&topology) {
+            return Ok(resident);
         }
         let resident = self.gpu().preload_circuit(circuit)?;
         residency.circuits.insert(topology, resident);
-        Ok(())
+        Ok(resident)
     }
 
     /// `result`, with a device failure counted.
@@ -175,7 +176,7 @@ impl GpuProofBackend {
         // The matrices before the parameters: they take the room the parameters would
         // otherwise have (whatever of the parameters does not fit is read in place).
         if let PartitionInput::Witness { circuit, .. } = &input {
-            self.make_circuit_resident(circuit)?;
+            self.preload_circuit(circuit)?;
         }
         self.make_resident(params)?;
         let (r, s) = random_rs();

@@ -270,36 +270,49 @@ pub struct JobControl {
     pub cancel: AtomicBool,
     /// Shutdown after the grace period: the job goes back to pending in the journal.
     pub interrupt: AtomicBool,
-    /// The stage timings of the job's partitions proven so far, in the order they came back.
-    timings: Mutex<Vec<PartitionTiming>>,
+    /// The job's partitions proven so far, in the order they came back.
+    proven: Mutex<Vec<ProvenPartition>>,
+}
+
+/// A partition of a job, proven: which, its stage timings, and when its proof came back.
+#[derive(Clone, Debug)]
+pub struct ProvenPartition {
+    /// Its index in the job.
+    pub partition: usize,
+    /// Its stages' times.
+    pub timing: PartitionTiming,
+    /// When its proof came back.
+    pub finished: std::time::Instant,
 }
 
 impl JobControl {
-    /// Records a proven partition's stage timings.
-    pub(crate) fn record(&self, timing: PartitionTiming) {
-        self.timings
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(timing);
+    fn proven_now(&self) -> std::sync::MutexGuard<'_, Vec<ProvenPartition>> {
+        self.proven.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records that `partition` was proven, with its stage timings.
+    pub(crate) fn record(&self, partition: usize, timing: PartitionTiming) {
+        self.proven_now().push(ProvenPartition {
+            partition,
+            timing,
+            finished: std::time::Instant::now(),
+        });
+    }
+
+    /// The job's partitions proven so far, in the order they came back.
+    pub fn proven(&self) -> Vec<ProvenPartition> {
+        self.proven_now().clone()
     }
 
     /// The stage timings of the job's partitions proven so far.
     pub fn timings(&self) -> Vec<PartitionTiming> {
-        self.timings
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.proven_now().iter().map(|p| p.timing.clone()).collect()
     }
 
     /// The device time of the job's partitions proven so far
     /// ([`PartitionTiming::device`]: CUDA-event time, zero on the CPU).
     pub fn device_time(&self) -> Duration {
-        self.timings
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .map(|t| t.device)
-            .sum()
+        self.proven_now().iter().map(|p| p.timing.device).sum()
     }
 
     pub(crate) fn check(&self) -> Result<(), EngineError> {

@@ -53,10 +53,13 @@ pub use cuzk_telemetry as telemetry;
 
 pub use backend::{BackendCounters, BackendError, CpuProofBackend, DeviceMemory, ProofBackend};
 pub use engine::{Engine, EngineConfig};
-pub use job::{JobOutcome, JobRequest, JobState, JobTimings, Priority, ProofKind, Submitted};
+pub use job::{
+    JobOutcome, JobRequest, JobState, JobTimings, Priority, ProofKind, ProvenPartition, Submitted,
+};
 pub use lock::DataDirLock;
 pub use metrics::parse_exposition;
 pub use params::{CircuitId, ParamConfig, ParamManager, ParamStatus, Tier};
+pub use run::default_synthesis_threads;
 pub use status::{EngineStatus, KindQueue, WorkerStatus};
 
 /// Errors of the engine. Each names its cause, and [`EngineError::is_bad_input`] tells the

@@ -2,18 +2,20 @@
 //! checked as `SubmitProof` checks it ([`run::validate`]) and runs as a daemon's worker runs it
 //! ([`run::run_job`]) on the first backend; the other backends are helpers that take its
 //! partitions as they fall idle, so with a GPU's two workers the device proves partition k
-//! while the host synthesises k + 1, as in the daemon.
+//! while the host synthesises k + 1, as in the daemon. [`prove_partitions`] runs the same
+//! partition spreading for a circuit and parameters of the caller's own (`cuzk bench`).
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
-use cuzk_pipeline::JobContext;
+use cuzk_groth16::{Ahead, Parameters};
+use cuzk_pipeline::{JobContext, PartitionInput};
 
 use crate::backend::ProofBackend;
-use crate::job::{JobControl, JobRequest};
+use crate::job::{JobControl, JobRequest, ProofKind};
 use crate::params::ParamManager;
 use crate::run::{self, PceStore, RunResult};
 use crate::spool::SpoolData;
-use crate::spread::{Helpers, JobSite, Offered, PartitionTask};
+use crate::spread::{prove_made, Helpers, JobSite, Offered, PartitionTask, Proven, Spreader};
 use crate::EngineError;
 
 /// The job's sequence number in its spans (there is one).
@@ -21,25 +23,57 @@ const JOB: u64 = 1;
 
 /// Proves `request` on `backends` (at least one; the first runs the job, the others help with
 /// its partitions) with parameters from `params` and, when given, pre-compiled circuits from
-/// `pce`. `control` may cancel the job from another thread, and holds its partitions' stage
-/// timings when it returns.
+/// `pce`, synthesising `synthesis_threads` partitions at once. `control` may cancel the job
+/// from another thread, and holds its partitions' stage timings when it returns.
 pub fn prove(
     mut request: JobRequest,
     backends: &[Arc<dyn ProofBackend>],
     params: &ParamManager,
     pce: Option<&PceStore>,
+    synthesis_threads: usize,
     control: &Arc<JobControl>,
 ) -> Result<RunResult, EngineError> {
-    let Some((own, helpers)) = backends.split_first() else {
-        return Err(EngineError::InvalidRequest(
-            "no backend to prove on".to_string(),
-        ));
-    };
     run::validate(&request)?;
     // The inputs move into the job's data: a C1 output may be 128 MiB.
     let data = SpoolData {
         vanilla_proof: std::mem::take(&mut request.vanilla_proof),
         vanilla_proofs: std::mem::take(&mut request.vanilla_proofs),
+    };
+    with_helpers(backends, synthesis_threads, control, |site| {
+        run::run_job(&request, &data, params, pce, site)
+    })
+}
+
+/// Proves partitions `0..count` of one circuit against `params` on `backends`, as a job's are:
+/// each made by `make` (a full assignment, or a pre-compiled circuit's witness) on a thread of
+/// its own, as many at once and as far ahead as `ahead` allows, and proven by the first idle
+/// backend. What `cuzk bench` runs, with circuits and parameters of its own. `control` holds
+/// the partitions' stage timings and when each was proven.
+pub fn prove_partitions(
+    backends: &[Arc<dyn ProofBackend>],
+    params: Arc<Parameters>,
+    count: usize,
+    ahead: Ahead,
+    make: &(impl Fn(usize) -> Result<PartitionInput, EngineError> + Sync),
+    control: &Arc<JobControl>,
+) -> Result<Proven, EngineError> {
+    with_helpers(backends, ahead.threads(), control, |site| {
+        let spread = Spreader::new(site, ProofKind::Synthetic, params, count);
+        prove_made(spread, count, ahead, make)
+    })
+}
+
+/// Runs `job` at a site on the first of `backends`, the others helping with its partitions.
+fn with_helpers<T>(
+    backends: &[Arc<dyn ProofBackend>],
+    synthesis_threads: usize,
+    control: &Arc<JobControl>,
+    job: impl FnOnce(JobSite<'_>) -> Result<T, EngineError>,
+) -> Result<T, EngineError> {
+    let Some((own, helpers)) = backends.split_first() else {
+        return Err(EngineError::InvalidRequest(
+            "no backend to prove on".to_string(),
+        ));
     };
     let pool = Pool::default();
     std::thread::scope(|scope| {
@@ -65,8 +99,9 @@ pub fn prove(
                 job: JOB,
                 worker: 0,
             },
+            synthesis_threads,
         };
-        let result = run::run_job(&request, &data, params, pce, site);
+        let result = job(site);
         pool.close();
         result
     })

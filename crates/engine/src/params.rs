@@ -321,6 +321,37 @@ impl ParamManager {
             .is_some_and(|s| s.hot.is_some())
     }
 
+    /// The budget left beside the hot parameters and `circuit`'s (counted by its file's size
+    /// when they are not hot yet): the host memory a job of `circuit` may give to partitions in
+    /// flight.
+    pub fn room_beside(&self, circuit: CircuitId) -> u64 {
+        let (hot, coming) = {
+            let slots = self.inner.slots();
+            let hot: u64 = slots
+                .values()
+                .filter(|s| s.hot.is_some())
+                .map(|s| s.hot_bytes)
+                .sum();
+            (
+                hot,
+                !slots.get(&circuit.id()).is_some_and(|s| s.hot.is_some()),
+            )
+        };
+        let coming = match coming {
+            false => 0,
+            true => self
+                .files(circuit)
+                .ok()
+                .and_then(|f| std::fs::metadata(&f.params).ok())
+                .map_or(0, |m| m.len()),
+        };
+        self.inner
+            .config
+            .budget_bytes
+            .saturating_sub(hot)
+            .saturating_sub(coming)
+    }
+
     /// Leases `circuit`'s parameters, loading them into the hot tier if needed; returns the
     /// lease and the time spent loading (zero when they were hot).
     pub fn acquire(&self, circuit: CircuitId) -> Result<(ParamLease, Duration), EngineError> {

@@ -10,7 +10,7 @@
 //! proof as it comes back.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cuzk_filecoin::post::{self, PostJob, PostKind};
 use cuzk_filecoin::snap::{self, SnapJob};
@@ -18,14 +18,14 @@ use cuzk_filecoin::{
     C1Output, C1Summary, CircuitKind, FilecoinError, ParamFiles, PartitionProver, PorepJob, Proven,
     ProverError, RegisteredSealProof, SectorId,
 };
-use cuzk_groth16::{Parameters, Proof};
+use cuzk_groth16::{Ahead, Capacity, Parameters, Proof};
 use cuzk_pipeline::PartitionInput;
 
 use crate::backend::engine_error;
 use crate::job::{JobRequest, ProofKind};
 use crate::params::{CircuitId, ParamLease, ParamManager};
 use crate::spool::SpoolData;
-use crate::spread::{JobSite, Spreader};
+use crate::spread::{prove_made, JobSite, Spreader};
 use crate::synthetic::SyntheticInput;
 use crate::EngineError;
 
@@ -92,6 +92,24 @@ fn pce_error(e: cuzk_pce::PceError) -> EngineError {
     EngineError::Filecoin(FilecoinError::Pce(e))
 }
 
+/// How far a job's synthesis runs ahead of its workers: `threads` partitions at once, and as
+/// many partitions of `partition_bytes` in flight (being synthesised, or waiting for a worker)
+/// as `room` bytes hold: at least one, and at most one more than the threads (more would only
+/// wait).
+pub fn ahead_within(threads: usize, room: u64, partition_bytes: u64) -> Ahead {
+    let threads = threads.max(1);
+    let fits = room / partition_bytes.max(1);
+    let limit = fits.min(threads as u64 + 1).max(1) as usize;
+    Ahead::new(threads, limit)
+}
+
+/// Partitions of one job synthesised at once by default: a quarter of the machine's threads,
+/// at least one. A circuit's synthesis is mostly one thread's work, and the rest of the cores
+/// make a, b, c (host products), prove on the CPU or feed the device.
+pub fn default_synthesis_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 4).max(1))
+}
+
 /// A finished job's proof and where its time went.
 #[derive(Clone, Debug, Default)]
 pub struct RunResult {
@@ -99,10 +117,10 @@ pub struct RunResult {
     pub proof: Vec<u8>,
     /// Leasing the parameters (zero when hot).
     pub param_load: Duration,
-    /// Circuit building and synthesis, all partitions.
+    /// Circuit building and synthesis, all partitions (several are synthesised at once).
     pub synthesis: Duration,
-    /// Proving, all partitions: the job's time less synthesis and parameter loading (partitions
-    /// prove on other workers while the next ones are synthesised, so their calls overlap).
+    /// From the first partition's start on a worker to the last proof: the proving, which
+    /// overlaps the later partitions' synthesis.
     pub proving: Duration,
     /// The devices' own time for the partitions ([`JobControl::device_time`](crate::job::JobControl::device_time)).
     pub device: Duration,
@@ -325,6 +343,18 @@ impl PartitionProver for EngineProver<'_> {
             .map_err(boxed)
     }
 
+    /// The site's synthesis threads, and as many partitions in flight as the memory budget left
+    /// beside the parameters holds.
+    fn ahead(&mut self, files: &ParamFiles, capacity: &Capacity, witness_only: bool) -> Ahead {
+        let room = CircuitId::of(self.kind, files.sector_size)
+            .map_or(0, |circuit| self.params.room_beside(circuit));
+        ahead_within(
+            self.site.synthesis_threads,
+            room,
+            capacity.partition_bytes(witness_only),
+        )
+    }
+
     /// One partition on the job's own worker (the loop submits; this is the synchronous form).
     fn prove(
         &mut self,
@@ -339,7 +369,7 @@ impl PartitionProver for EngineProver<'_> {
             .backend
             .prove_partition(&leased, input, self.site.ctx, partition)
             .map_err(engine_error)?;
-        self.site.control.record(timing);
+        self.site.control.record(partition, timing);
         Ok(proof)
     }
 
@@ -426,7 +456,6 @@ pub fn run_job(
         spread: None,
     };
     let dir = params.config().filecoin_dir.clone();
-    let start = Instant::now();
     let proof = match r.kind {
         ProofKind::PorepSealCommit => {
             let registered = match r.registered_proof {
@@ -476,10 +505,7 @@ pub fn run_job(
         proof: proof.bytes,
         param_load: prover.param_load,
         synthesis,
-        // Partitions prove while the next ones are synthesised: proving is the rest of the time.
-        proving: start
-            .elapsed()
-            .saturating_sub(synthesis + proof.load_params),
+        proving: proof.proving,
         device: Duration::ZERO,
         partitions: proof.partitions,
     }))
@@ -492,65 +518,51 @@ fn run_synthetic(
     site: JobSite<'_>,
 ) -> Result<RunResult, EngineError> {
     let input = SyntheticInput::parse(&data.vanilla_proof)?;
-    let (lease, param_load) = params.acquire(CircuitId::Synthetic(input.log_size))?;
+    let circuit = CircuitId::Synthetic(input.log_size);
+    let (lease, param_load) = params.acquire(circuit)?;
     let p = lease.params();
     let pvk = cuzk_groth16::prepare_verifying_key(&p.vk);
-    let mut out = RunResult {
-        param_load,
-        ..Default::default()
+    // With pre-compiled circuits, the witness alone: the backend makes a, b, c (a GPU on the
+    // device) and checks every row there.
+    let pre_compiled = match pce {
+        Some(store) => Some(
+            store.get(&format!("cuzk-synthetic-{}", input.log_size), &mut || {
+                cuzk_pce::record(input.partition(0).circuit()).map_err(pce_error)
+            })?,
+        ),
+        None => None,
     };
-    let start = Instant::now();
-    let mut spread = Spreader::new(
+    let capacity = cuzk_groth16::Capacity::of(p);
+    let ahead = ahead_within(
+        site.synthesis_threads,
+        params.room_beside(circuit),
+        capacity.partition_bytes(pre_compiled.is_some()),
+    );
+    let make = |k: usize| -> Result<PartitionInput, EngineError> {
+        let part = input.partition(k as u32);
+        Ok(match &pre_compiled {
+            Some(pc) => {
+                let witness = pc.witness(part.circuit()).map_err(pce_error)?;
+                PartitionInput::precompiled(Arc::clone(pc), witness).map_err(pce_error)?
+            }
+            None => cuzk_groth16::synthesize_with_capacity(part.circuit(), capacity)?.into(),
+        })
+    };
+    let spread = Spreader::new(
         site,
         ProofKind::Synthetic,
         Arc::clone(p),
         input.partitions as usize,
     );
-    for k in 0..input.partitions {
-        if spread.stopped() {
-            break;
-        }
-        let part = input.partition(k);
-        let synthesis = Instant::now();
-        // With pre-compiled circuits, the witness alone: the backend makes a, b, c (a GPU on
-        // the device) and checks every row there.
-        let partition_input = match pce {
-            Some(store) => {
-                let key = format!("cuzk-synthetic-{}", input.log_size);
-                store
-                    .get(&key, &mut || {
-                        cuzk_pce::record(part.circuit()).map_err(pce_error)
-                    })
-                    .and_then(|pc| {
-                        let witness = pc.witness(part.circuit()).map_err(pce_error)?;
-                        PartitionInput::precompiled(pc, witness).map_err(pce_error)
-                    })
-            }
-            None => cuzk_groth16::synthesize_with_capacity(
-                part.circuit(),
-                cuzk_groth16::Capacity::of(p),
-            )
-            .map(PartitionInput::from)
-            .map_err(EngineError::from),
-        };
-        out.synthesis += synthesis.elapsed();
-        match partition_input {
-            Ok(a) => spread.prove(k as usize, a),
-            Err(e) => spread.fail(k as usize, e),
-        }
-    }
-    let proofs = spread.finish()?;
-    // Partitions prove while the next ones are synthesised: proving is the rest of the time.
-    out.proving = start.elapsed().saturating_sub(out.synthesis);
-    if proofs.len() != input.partitions as usize {
-        return Err(EngineError::Internal(format!(
-            "{} of {} partitions were proven",
-            proofs.len(),
-            input.partitions
-        )));
-    }
-    for (k, proof) in &proofs {
-        let part = input.partition(*k as u32);
+    let proven = prove_made(spread, input.partitions as usize, ahead, &make)?;
+    let mut out = RunResult {
+        param_load,
+        synthesis: proven.synthesis,
+        proving: proven.proving,
+        ..Default::default()
+    };
+    for (k, proof) in proven.proofs.iter().enumerate() {
+        let part = input.partition(k as u32);
         if !cuzk_groth16::verify_proof(&pvk, proof, &part.public_inputs())? {
             return Err(EngineError::ProofInvalid);
         }

@@ -377,6 +377,7 @@ mod tests {
             max_pending_jobs: 10,
             max_spool_bytes: u64::MAX,
             allow_synthetic: true,
+            synthesis_threads: 1,
         };
         let request = |seed| {
             let mut r = crate::JobRequest::synthetic(6, seed, 1);

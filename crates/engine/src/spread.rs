@@ -10,8 +10,9 @@ use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use cuzk_groth16::{Parameters, Proof};
+use cuzk_groth16::{Ahead, Parameters, Proof};
 use cuzk_pipeline::{JobContext, PartitionInput};
 
 use crate::backend::{engine_error, ProofBackend};
@@ -50,7 +51,7 @@ impl PartitionTask {
                 backend
                     .prove_partition(&self.params, self.input, ctx, self.partition)
                     .map(|(proof, timing)| {
-                        self.control.record(timing);
+                        self.control.record(self.partition, timing);
                         proof
                     })
                     .map_err(engine_error)
@@ -85,6 +86,8 @@ pub struct JobSite<'a> {
     pub control: &'a Arc<JobControl>,
     /// The job and worker, for spans.
     pub ctx: JobContext,
+    /// Partitions synthesised at once, each on a thread of its own (at least 1).
+    pub synthesis_threads: usize,
 }
 
 /// Where a job's worker offers partitions to the others.
@@ -292,4 +295,63 @@ impl<'a> Spreader<'a> {
     pub(crate) fn abandon(mut self) {
         self.wait(true);
     }
+}
+
+/// A job's partitions, proven.
+#[derive(Debug)]
+pub struct Proven {
+    /// The proofs, in partition order.
+    pub proofs: Vec<Proof>,
+    /// The partitions' synthesis, all of them (several run at once).
+    pub synthesis: Duration,
+    /// From the first partition's start on a worker to the last proof: the proving, which
+    /// overlaps the later partitions' synthesis.
+    pub proving: Duration,
+}
+
+/// Proves partitions `0..count` with `spread`: each made by `make` on a thread of its own, as
+/// many at once and as far ahead as `ahead` allows, and proven as it is done by an idle worker
+/// or the job's own. Returns the proofs, or the failure of the lowest partition that failed (its
+/// synthesis or its proof).
+pub(crate) fn prove_made(
+    mut spread: Spreader<'_>,
+    count: usize,
+    ahead: Ahead,
+    make: &(impl Fn(usize) -> Result<PartitionInput, EngineError> + Sync),
+) -> Result<Proven, EngineError> {
+    let timed = |k: usize| {
+        let start = Instant::now();
+        let input = make(k);
+        (input, start.elapsed())
+    };
+    let mut synthesis = Duration::ZERO;
+    let mut first = None;
+    std::thread::scope(|scope| {
+        let mut made = ahead.start(scope, count, &timed);
+        while let Some((k, (input, took))) = made.next() {
+            synthesis += took;
+            if spread.stopped() {
+                break;
+            }
+            match input {
+                Ok(input) => {
+                    first.get_or_insert_with(Instant::now);
+                    spread.prove(k, input)
+                }
+                Err(e) => spread.fail(k, e),
+            }
+        }
+    });
+    let proofs = spread.finish()?;
+    if proofs.len() != count {
+        return Err(EngineError::Internal(format!(
+            "{} of {count} partitions were proven",
+            proofs.len()
+        )));
+    }
+    Ok(Proven {
+        proofs: proofs.into_iter().map(|(_, p)| p).collect(),
+        synthesis,
+        proving: first.map_or(Duration::ZERO, |t| t.elapsed()),
+    })
 }

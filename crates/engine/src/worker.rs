@@ -116,6 +116,7 @@ pub(crate) fn worker_loop(shared: &Shared, index: usize, backend: &dyn ProofBack
                 helpers: shared,
                 control: &control,
                 ctx,
+                synthesis_threads: shared.config.synthesis_threads,
             };
             std::panic::catch_unwind(AssertUnwindSafe(|| {
                 run_job(&request, &data, &shared.params, shared.pce.as_ref(), site)

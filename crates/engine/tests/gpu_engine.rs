@@ -143,6 +143,7 @@ fn a_job_in_this_process_proves_on_a_devices_workers() {
         &backends,
         &params,
         None,
+        2,
         &control,
     )
     .unwrap();

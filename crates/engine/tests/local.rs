@@ -79,13 +79,18 @@ fn a_synthetic_job_gives_the_same_bytes_with_helpers_as_alone() {
     let params = manager(dir.path(), dir.path().join("filecoin"));
     let request = JobRequest::synthetic(10, 3, 4);
     let mut runs = Vec::new();
-    for workers in [1, 3] {
+    // One worker synthesising one partition at a time; three workers and three partitions
+    // synthesised at once, handed over as they are done.
+    for (workers, threads) in [(1, 1), (3, 3)] {
         let (ours, dyns) = backends(workers);
         let control = Arc::new(JobControl::default());
         let result =
-            cuzk_engine::local::prove(request.clone(), &dyns, &params, None, &control).unwrap();
+            cuzk_engine::local::prove(request.clone(), &dyns, &params, None, threads, &control)
+                .unwrap();
         assert_eq!(result.proof.len(), 4 * 192);
-        assert_eq!(control.timings().len(), 4, "every partition's timing");
+        let mut proven: Vec<usize> = control.proven().iter().map(|p| p.partition).collect();
+        proven.sort_unstable();
+        assert_eq!(proven, [0, 1, 2, 3], "every partition's timing, once");
         let proved: usize = ours.iter().map(|b| b.proved.load(Ordering::Relaxed)).sum();
         assert_eq!(proved, 4, "each partition proven once, by one worker");
         runs.push(result.proof);
@@ -128,7 +133,7 @@ fn a_window_post_through_the_engine_is_cuzk_filecoins_proof() {
     let (_, dyns) = backends(2);
     let control = Arc::new(JobControl::default());
     let params = manager(dir.path(), filecoin_dir);
-    let got = cuzk_engine::local::prove(request, &dyns, &params, None, &control).unwrap();
+    let got = cuzk_engine::local::prove(request, &dyns, &params, None, 2, &control).unwrap();
     assert_eq!(got.proof, want.bytes);
     assert_eq!(got.partitions.len(), 1);
     assert_eq!(control.timings().len(), 1);
@@ -145,7 +150,7 @@ fn bad_requests_are_refused_before_anything_runs() {
         randomness: vec![0; 32],
         ..JobRequest::new(ProofKind::WinningPost)
     };
-    let e = cuzk_engine::local::prove(request, &dyns, &params, None, &control).unwrap_err();
+    let e = cuzk_engine::local::prove(request, &dyns, &params, None, 1, &control).unwrap_err();
     assert!(matches!(e, EngineError::InvalidRequest(_)), "{e}");
     assert!(
         e.to_string()
@@ -157,6 +162,7 @@ fn bad_requests_are_refused_before_anything_runs() {
         &[],
         &params,
         None,
+        1,
         &control,
     )
     .unwrap_err();

@@ -1,13 +1,14 @@
-//! The partition loop every proof kind shares: read and check the parameters (beside the first
-//! partition's synthesis, on another thread), then for each partition build its circuit,
-//! synthesise it, check it fits the parameters and holds, and submit it to the caller's prover;
-//! every proof the prover hands back is verified against the public inputs the verifier uses, and
-//! the proofs' bytes are concatenated in partition order.
+//! The partition loop every proof kind shares: partitions are built and synthesised on threads
+//! of their own, as far ahead of the prover as it allows ([`PartitionProver::ahead`]), while the
+//! parameters are read and checked on the loop's thread; each partition that fits the parameters
+//! and holds is submitted to the caller's prover; every proof the prover hands back is verified
+//! against the public inputs the verifier uses, and the proofs' bytes are concatenated in
+//! partition order.
 //!
 //! A prover may prove partitions asynchronously ([`PartitionProver::submit`] returns before the
-//! proof exists, [`PartitionProver::finish`] waits for the rest), so the next partition is
-//! synthesised while earlier ones prove elsewhere; by default it proves each partition as it is
-//! submitted ([`PartitionProver::prove`]), one after the other.
+//! proof exists, [`PartitionProver::finish`] waits for the rest), so several partitions prove
+//! elsewhere while the next ones are synthesised; by default it proves each partition as it is
+//! submitted ([`PartitionProver::prove`]), while the next one is synthesised.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 use bellpepper_core::Circuit;
 use blstrs::Scalar;
 use cuzk_groth16::{
-    prepare_verifying_key, synthesize_with_capacity, verify_proof, Capacity, CircuitShape,
+    prepare_verifying_key, synthesize_with_capacity, verify_proof, Ahead, Capacity, CircuitShape,
     Parameters, PreparedVerifyingKey, Proof,
 };
 use cuzk_pce::PartitionInput;
@@ -62,6 +63,15 @@ pub trait PartitionProver {
     ) -> Result<Option<Arc<cuzk_pce::PreCompiled>>, FilecoinError> {
         let _ = (files, record);
         Ok(None)
+    }
+
+    /// How far synthesis may run ahead of this prover, for partitions of `files`' circuit, of
+    /// `capacity`
+    /// ([`Capacity::partition_bytes`]; `witness_only` for a pre-compiled circuit's). By default
+    /// one partition is synthesised while the one before is proven.
+    fn ahead(&mut self, files: &ParamFiles, capacity: &Capacity, witness_only: bool) -> Ahead {
+        let _ = (files, capacity, witness_only);
+        Ahead::ONE
     }
 
     /// Proves `input` (partition `partition` of the job) against `params`.
@@ -137,8 +147,11 @@ pub struct FilecoinProof {
     /// The partitions' 192-byte proofs, concatenated in partition order: the bytes
     /// `seal_commit_phase2` (or `generate_winning_post_with_vanilla`) returns.
     pub bytes: Vec<u8>,
-    /// Reading the parameters (beside the first partition's synthesis).
+    /// Reading the parameters (beside the first partitions' synthesis).
     pub load_params: Duration,
+    /// From the first partition's submission to the last proof's return: the proving, which
+    /// overlaps the later partitions' synthesis.
+    pub proving: Duration,
     /// One report per partition.
     pub partitions: Vec<PartitionReport>,
 }
@@ -146,14 +159,16 @@ pub struct FilecoinProof {
 /// Proves `partitions` partitions, the circuit and public inputs of partition `k` from
 /// `circuit(k)`, against the parameters `files` names.
 ///
-/// The first partition is synthesised on a thread of its own while the parameters are read on
-/// this one: synthesis is mostly one thread's work and reading decodes points on every core, so
-/// on a small machine the two together take little more than the longer of them.
+/// Partitions are synthesised on threads of their own, as many at once and as far ahead of the
+/// prover as [`PartitionProver::ahead`] allows, and submitted as they are done; the parameters
+/// are read on this thread meanwhile (synthesis is mostly one thread's work and reading decodes
+/// points on every core, so on a small machine the two together take little more than the
+/// longer of them). A full assignment's constraints are checked on its synthesis thread.
 pub(crate) fn prove_partitions<C: Circuit<Scalar> + Send>(
     files: &ParamFiles,
     partitions: usize,
     prover: &mut dyn PartitionProver,
-    mut circuit: impl FnMut(usize) -> Result<(C, Vec<Scalar>), FilecoinError>,
+    circuit: impl Fn(usize) -> Result<(C, Vec<Scalar>), FilecoinError> + Sync,
 ) -> Result<FilecoinProof, FilecoinError> {
     let mut job = Partitions {
         reports: vec![PartitionReport::default(); partitions],
@@ -161,51 +176,24 @@ pub(crate) fn prove_partitions<C: Circuit<Scalar> + Send>(
         submitted: vec![None; partitions],
         proofs: vec![None; partitions],
     };
-    let mut loaded: Option<(Arc<Parameters>, PreparedVerifyingKey)> = None;
     let mut load_params = Duration::ZERO;
-    let mut run = || -> Result<(), FilecoinError> {
-        for k in 0..partitions {
+    let mut first_submitted = None;
+    let mut run = |prover: &mut dyn PartitionProver| -> Result<(), FilecoinError> {
+        if partitions == 0 {
+            return Ok(());
+        }
+        // Recording needs a circuit of its own (the circuits are not all `Clone`): build one.
+        let pre_compiled =
+            prover.pre_compiled(files, &mut || Ok(cuzk_pce::record(circuit(0)?.0)?))?;
+        let capacity = files.capacity().unwrap_or_default();
+        let ahead = prover.ahead(files, &capacity, pre_compiled.is_some());
+        let make = |k: usize| -> Result<Made, FilecoinError> {
             let start = Instant::now();
             let (this, inputs) = circuit(k)?;
-            // Recording needs a circuit of its own (the circuits are not all `Clone`): build it
-            // again.
-            let pre_compiled =
-                prover.pre_compiled(files, &mut || Ok(cuzk_pce::record(circuit(k)?.0)?))?;
-            // Time spent waiting for the parameters after synthesis finished, not synthesis's.
-            let mut waited = Duration::ZERO;
-            let input = match &loaded {
-                Some((params, _)) => synthesize(this, pre_compiled, Capacity::of(params))?,
-                None => {
-                    let capacity = files.capacity().unwrap_or_default();
-                    let (params, input) = std::thread::scope(|scope| {
-                        let synthesis = scope.spawn(move || {
-                            (synthesize(this, pre_compiled, capacity), Instant::now())
-                        });
-                        let load_start = Instant::now();
-                        let params = prover.parameters(files).map(|params| {
-                            let pvk = prepare_verifying_key(&params.vk);
-                            (params, pvk)
-                        });
-                        let load_end = Instant::now();
-                        load_params = load_end - load_start;
-                        let (input, synthesis_end) = synthesis
-                            .join()
-                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                        waited = load_end.saturating_duration_since(synthesis_end);
-                        (params, input)
-                    });
-                    // A parameter file that cannot be read is the first thing to report.
-                    let params = params?;
-                    let input = input?;
-                    loaded = Some(params);
-                    input
-                }
-            };
-            let (params, pvk) = loaded.as_ref().expect("loaded with the first partition");
-            check_fits(&input.shape(), params, files, &inputs)?;
-            // A pre-compiled circuit's witness has no a, b, c yet: it is checked row by row where
-            // its products are made (the prover's backend, on the host or the device), and an
-            // unsatisfied row is the prover's error.
+            let input = synthesize(this, pre_compiled.clone(), capacity)?;
+            // A pre-compiled circuit's witness has no a, b, c yet: it is checked row by row
+            // where its products are made (the prover's backend, on the host or the device),
+            // and an unsatisfied row is the prover's error.
             if let PartitionInput::Assignment(assignment) = &input {
                 if let Some(constraint) = assignment.first_unsatisfied() {
                     return Err(FilecoinError::Unsatisfied {
@@ -214,21 +202,41 @@ pub(crate) fn prove_partitions<C: Circuit<Scalar> + Send>(
                     });
                 }
             }
-            job.reports[k].constraints = input.num_constraints();
-            job.reports[k].synthesis = start.elapsed().saturating_sub(waited);
-            job.inputs[k] = Some(inputs);
-            job.submitted[k] = Some(Instant::now());
-            let proven = prover
-                .submit(params, input, k)
-                .map_err(FilecoinError::Prover)?;
-            job.collect(pvk, proven)?;
-        }
-        match &loaded {
-            Some((_, pvk)) => job.collect(pvk, prover.finish().map_err(FilecoinError::Prover)?),
-            None => Ok(()),
-        }
+            Ok(Made {
+                input,
+                inputs,
+                synthesis: start.elapsed(),
+            })
+        };
+        std::thread::scope(|scope| {
+            let mut made = ahead.start(scope, partitions, &make);
+            // A parameter file that cannot be read is the first thing to report.
+            let load_start = Instant::now();
+            let params = prover.parameters(files)?;
+            let pvk = prepare_verifying_key(&params.vk);
+            load_params = load_start.elapsed();
+            while let Some((k, this)) = made.next() {
+                let Made {
+                    input,
+                    inputs,
+                    synthesis,
+                } = this?;
+                check_fits(&input.shape(), &params, files, &inputs)?;
+                job.reports[k].constraints = input.num_constraints();
+                job.reports[k].synthesis = synthesis;
+                job.inputs[k] = Some(inputs);
+                let now = Instant::now();
+                first_submitted.get_or_insert(now);
+                job.submitted[k] = Some(now);
+                let proven = prover
+                    .submit(&params, input, k)
+                    .map_err(FilecoinError::Prover)?;
+                job.collect(&pvk, proven)?;
+            }
+            job.collect(&pvk, prover.finish().map_err(FilecoinError::Prover)?)
+        })
     };
-    if let Err(e) = run() {
+    if let Err(e) = run(prover) {
         // Whatever the prover still has in flight is of a job that failed.
         prover.abandon();
         return Err(e);
@@ -242,8 +250,17 @@ pub(crate) fn prove_partitions<C: Circuit<Scalar> + Send>(
     Ok(FilecoinProof {
         bytes,
         load_params,
+        proving: first_submitted.map_or(Duration::ZERO, |t: Instant| t.elapsed()),
         partitions: job.reports,
     })
+}
+
+/// One partition synthesised: the prover's input, the public inputs its proof verifies
+/// against, and how long it took.
+struct Made {
+    input: PartitionInput,
+    inputs: Vec<Scalar>,
+    synthesis: Duration,
 }
 
 /// Synthesises one partition: with a pre-compiled form, its witness alone (the prover makes

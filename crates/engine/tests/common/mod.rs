@@ -25,5 +25,6 @@ pub fn config(dir: &Path) -> EngineConfig {
         max_pending_jobs: 1000,
         max_spool_bytes: u64::MAX,
         allow_synthetic: true,
+        synthesis_threads: 2,
     }
 }
