@@ -146,14 +146,14 @@ fn run_steps(sh: &Shell, steps: &mut Steps) -> anyhow::Result<()> {
         .flat_map(|p| ["-p".into(), p.to_string()])
         .collect();
     let _nvcc = sh.push_env("NVCC", &nvcc);
-    // The engine and daemon with their GPU workers: clippy over the `cuda` build, then the
-    // engine's GPU workers on two emulated devices, with an injected device failure and a
-    // Filecoin job spread to another device, and Filecoin's PoSt circuits on the GPU backend
-    // against the CPU's bytes (both need the 2 KiB parameters: made in cuzk's cache). They
-    // depend on cuzk-filecoin, so they build in the default target folder, where the
-    // filecoin-proofs tree is already built (the cuda folder would build it a second time).
+    // The engine, the daemon and the `cuzk` command line with their GPU workers: clippy over
+    // the `cuda` build, then the engine's GPU workers on two emulated devices, with an injected
+    // device failure and a Filecoin job spread to another device, and Filecoin's PoSt circuits
+    // on the GPU backend against the CPU's bytes (both need the 2 KiB parameters: made in cuzk's
+    // cache). They depend on cuzk-filecoin, so they build in the default target folder, where
+    // the filecoin-proofs tree is already built (the cuda folder would build it a second time).
     steps.run("engine and daemon clippy, cuda", || {
-        cmd!(sh, "cargo clippy -p cuzk-engine -p cuzk-daemon --features cuzk-engine/emu,cuzk-daemon/cuda --all-targets --locked -- -D warnings")
+        cmd!(sh, "cargo clippy -p cuzk-engine -p cuzk-daemon -p cuzk --features cuzk-engine/emu,cuzk-daemon/cuda,cuzk/cuda --all-targets --locked -- -D warnings")
             .run()
             .context("clippy over the engine and daemon with the `cuda` feature")
     })?;

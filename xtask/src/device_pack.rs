@@ -118,10 +118,10 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     .context("building the MSM benchmark")?;
     cmd!(
         sh,
-        "cargo build --release --locked -p cuzk --no-default-features --features cuda --bin cuzk"
+        "cargo build --release --locked -p cuzk --no-default-features --features cuda,filecoin --bin cuzk"
     )
     .run()
-    .context("building cuzk (the prover's benchmark)")?;
+    .context("building cuzk (the prover's benchmark, on the engine's workers)")?;
 
     let root = project_root();
     let bench = root

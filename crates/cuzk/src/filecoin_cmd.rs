@@ -103,8 +103,8 @@ pub struct RunArgs {
     /// The GPU's CUDA ordinal.
     #[arg(long, default_value_t = 0)]
     device: usize,
-    /// Workers: the first synthesises the job's partitions and the others prove them as they
-    /// are made (alone, it proves them too) [default: 2 on a GPU, 1 on the CPU].
+    /// Workers proving the job's partitions as they are synthesised [default: 2 on a GPU, 1 on
+    /// the CPU].
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
     workers: Option<u64>,
     /// How a GPU's workers take turns.
@@ -119,6 +119,10 @@ pub struct RunArgs {
     /// $XDG_CACHE_HOME/cuzk/pce or ~/.cache/cuzk/pce].
     #[arg(long, value_name = "DIR", requires = "pce")]
     pce_dir: Option<PathBuf>,
+    /// Partitions synthesised at once, each on a thread of its own, ahead of the workers
+    /// [default: a quarter of the cores, at least 1].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
+    synthesis_threads: Option<u64>,
 }
 
 /// The parameter folder: the flag, filecoin-proofs' variable, or cuzk's cache.
@@ -290,7 +294,15 @@ fn prove(what: &str, request: JobRequest, kind: CircuitKind, run: &RunArgs) -> a
     let result = std::thread::scope(|scope| {
         let control = &control;
         scope.spawn(move || progress(control, start, finished));
-        let result = cuzk_engine::local::prove(request, &backends, &params, pce.as_ref(), control);
+        let result = cuzk_engine::local::prove(
+            request,
+            &backends,
+            &params,
+            pce.as_ref(),
+            run.synthesis_threads
+                .map_or_else(cuzk_engine::default_synthesis_threads, |n| n as usize),
+            control,
+        );
         drop(done);
         result
     })
@@ -329,23 +341,7 @@ fn backends(run: &RunArgs) -> anyhow::Result<(Vec<Arc<dyn ProofBackend>>, String
     // Every constraint checked before proving, as the daemon does by default: a circuit that
     // does not hold is an error naming its first failing constraint, not a proof that fails to
     // verify.
-    let check_satisfied = true;
-    let backends: Vec<Arc<dyn ProofBackend>> = match chosen {
-        Chosen::Cpu(workers) => (0..workers)
-            .map(|_| {
-                Arc::new(cuzk_engine::CpuProofBackend::new(check_satisfied))
-                    as Arc<dyn ProofBackend>
-            })
-            .collect(),
-        #[cfg(feature = "cuda")]
-        Chosen::Gpu(gpus) => {
-            cuzk_engine::gpu::GpuProofBackend::from_workers(gpus, check_satisfied, None)
-                .into_iter()
-                .map(|b| Arc::new(b) as Arc<dyn ProofBackend>)
-                .collect()
-        }
-    };
-    Ok((backends, describe))
+    Ok((chosen.into_workers(true).backends, describe))
 }
 
 fn report(
