@@ -334,7 +334,7 @@ impl ParamManager {
                 .sum();
             (
                 hot,
-                !slots.get(&circuit.id()).is_some_and(|s| s.hot.is_some()),
+                slots.get(&circuit.id()).is_none_or(|s| s.hot.is_none()),
             )
         };
         let coming = match coming {

@@ -327,8 +327,7 @@ pub(crate) fn prove_made(
     let mut synthesis = Duration::ZERO;
     let mut first = None;
     std::thread::scope(|scope| {
-        let mut made = ahead.start(scope, count, &timed);
-        while let Some((k, (input, took))) = made.next() {
+        for (k, (input, took)) in ahead.start(scope, count, &timed) {
             synthesis += took;
             if spread.stopped() {
                 break;

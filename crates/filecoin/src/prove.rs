@@ -209,13 +209,13 @@ pub(crate) fn prove_partitions<C: Circuit<Scalar> + Send>(
             })
         };
         std::thread::scope(|scope| {
-            let mut made = ahead.start(scope, partitions, &make);
+            let made = ahead.start(scope, partitions, &make);
             // A parameter file that cannot be read is the first thing to report.
             let load_start = Instant::now();
             let params = prover.parameters(files)?;
             let pvk = prepare_verifying_key(&params.vk);
             load_params = load_start.elapsed();
-            while let Some((k, this)) = made.next() {
+            for (k, this) in made {
                 let Made {
                     input,
                     inputs,

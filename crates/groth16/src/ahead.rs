@@ -139,13 +139,15 @@ pub struct Made<'scope, T> {
     left: usize,
 }
 
-impl<T> Made<'_, T> {
-    /// The next partition done (its index and what `make` returned), waiting for it; `None`
-    /// once every partition was taken. Taking one makes room for another to start.
-    ///
-    /// # Panics
-    /// Resumes a panic of `make`.
-    pub fn next(&mut self) -> Option<(usize, T)> {
+/// The partitions as they are done (their index and what `make` returned); the iteration
+/// ends once every partition was taken. Taking one makes room for another to start.
+///
+/// # Panics
+/// Resumes a panic of `make`.
+impl<T> Iterator for Made<'_, T> {
+    type Item = (usize, T);
+
+    fn next(&mut self) -> Option<(usize, T)> {
         if self.left == 0 {
             return None;
         }
@@ -197,8 +199,7 @@ mod tests {
             };
             let mut seen = vec![false; count];
             std::thread::scope(|scope| {
-                let mut made = plan.start(scope, count, &make);
-                while let Some((k, v)) = made.next() {
+                for (k, v) in plan.start(scope, count, &make) {
                     assert_eq!(v, k * 10);
                     assert!(!std::mem::replace(&mut seen[k], true), "{k} twice");
                     // Taken: its memory is the prover's now.
@@ -241,8 +242,7 @@ mod tests {
         };
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
             std::thread::scope(|scope| {
-                let mut made = Ahead::new(1, 1).start(scope, 5, &make);
-                while made.next().is_some() {}
+                Ahead::new(1, 1).start(scope, 5, &make).for_each(drop);
             })
         }));
         assert!(result.is_err());
