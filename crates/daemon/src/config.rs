@@ -84,8 +84,8 @@ pub struct DaemonSection {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MemorySection {
-    /// `"auto"` (half the machine's memory) or a size such as `"64GiB"`: the hot parameter
-    /// tier's budget.
+    /// `"auto"` (three quarters of the machine's memory) or a size such as `"64GiB"`: the host
+    /// memory of the hot parameter tier and the partitions synthesised ahead of the workers.
     pub total_budget: Option<String>,
 }
 
@@ -262,14 +262,16 @@ fn env_path(name: &str) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-/// Half the machine's memory, from `/proc/meminfo` (16 GiB where it cannot be read).
+/// Three quarters of the machine's memory, from `/proc/meminfo` (16 GiB where it cannot be
+/// read): a 32 GiB PoRep's parameters (about 50 GiB decoded) and its partitions in flight (about
+/// 4 GiB each with pre-compiled circuits) on a 128 GiB host, the rest left to the system.
 fn auto_budget() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|text| {
             let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
             let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(kib * 1024 / 2)
+            Some(kib / 4 * 3 * 1024)
         })
         .unwrap_or(16 << 30)
 }
