@@ -571,3 +571,24 @@ fn run_synthetic(
     drop(lease);
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ahead_within;
+
+    #[test]
+    fn the_budget_left_bounds_the_partitions_ahead() {
+        const GIB: u64 = 1 << 30;
+        // Room for many: one more than the threads.
+        let plenty = ahead_within(4, 100 * GIB, 4 * GIB);
+        assert_eq!((plenty.threads(), plenty.limit()), (4, 5));
+        // Room for three 4 GiB partitions: three at once, no more.
+        let some = ahead_within(4, 13 * GIB, 4 * GIB);
+        assert_eq!((some.threads(), some.limit()), (3, 3));
+        // No room (parameters over the budget): still one, so the job goes on.
+        let none = ahead_within(4, 0, 17 * GIB);
+        assert_eq!((none.threads(), none.limit()), (1, 1));
+        // Zero threads configured is one.
+        assert_eq!(ahead_within(0, u64::MAX, 1).threads(), 1);
+    }
+}
