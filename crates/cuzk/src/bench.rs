@@ -214,10 +214,11 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     // Partition 0's synthesis was timed above, before the proving; the engine timed the rest.
     let synth_total = proven.synthesis + first_synth;
     println!(
-        "synthesis: {:.3} s per partition ({:.3} s in all; after partition 0, {threads} at \
+        "synthesis: {:.3} s per partition ({:.3} s in all; after partition 0, {} at \
          once beside the proving, at most {} ahead of the workers)",
         synth_total.as_secs_f64() / partitions as f64,
         synth_total.as_secs_f64(),
+        ahead.threads(),
         ahead.limit()
     );
     println!(
