@@ -1,8 +1,8 @@
 //! One job in this process, with no journal, queue or spool: what `cuzk prove` runs. The job is
 //! checked as `SubmitProof` checks it ([`run::validate`]) and runs as a daemon's worker runs it
 //! ([`run::run_job`]) on the first backend; the other backends are helpers that take its
-//! partitions as they fall idle, so with a GPU's two workers the device proves partition k
-//! while the host synthesises k + 1, as in the daemon. [`prove_partitions`] runs the same
+//! partitions as they fall idle, while the next partitions are synthesised on threads of their
+//! own, as in the daemon. [`prove_partitions`] runs the same
 //! partition spreading for a circuit and parameters of the caller's own (`cuzk bench`).
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};

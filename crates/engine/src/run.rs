@@ -2,9 +2,10 @@
 //! parameters leased from the manager, each partition proven by the backend and verified, and
 //! a cancel or shutdown honoured at the next partition boundary.
 //!
-//! Every kind's partitions are spread over idle workers ([`crate::spread`]): the job's worker
-//! synthesises the next partition while idle workers of any device prove the ones before (with
-//! none idle, it proves each itself). The synthetic kind drives the [`Spreader`] here; the
+//! Every kind's partitions are spread over idle workers ([`crate::spread`]): they are synthesised
+//! `synthesis_threads` at a time ahead of the workers ([`ahead_within`]: as many as the memory
+//! budget left beside the parameters holds), and idle workers of any device prove them as they
+//! are done (with none idle, the job's worker proves each itself). The synthetic kind drives the [`Spreader`] here; the
 //! Filecoin kinds go through cuzk-filecoin's partition loop, which submits each synthesised
 //! partition to the engine's [`PartitionProver`] (the Spreader behind it) and verifies every
 //! proof as it comes back.

@@ -1,7 +1,8 @@
-//! One job's partitions over several workers. The job's own worker synthesises partition after
-//! partition and offers each to the idle workers (of any device, through [`Helpers`]); a
-//! partition that no idle worker can take it proves itself, so with no idle worker a job runs as
-//! it would alone. Proofs are kept in partition order. A cancel, a shutdown or a failure stops
+//! One job's partitions over several workers. The job's partitions are synthesised on threads of
+//! their own, as far ahead as the memory budget allows ([`cuzk_groth16::Ahead`]); the job's own
+//! worker offers each, as it is done, to the idle workers (of any device, through [`Helpers`]);
+//! a partition that no idle worker can take it proves itself, so with no idle worker a job runs
+//! as it would alone. Proofs are kept in partition order. A cancel, a shutdown or a failure stops
 //! the job at its next partition boundary: partitions no worker has started are withdrawn, and
 //! those being proven elsewhere are waited for (they hold the job's parameters, which must stay
 //! leased while any device uses them).

@@ -127,7 +127,7 @@ fn one_device_proves_and_keeps_parameters_resident_until_evicted() {
 
 #[test]
 fn a_job_in_this_process_proves_on_a_devices_workers() {
-    // `cuzk prove`'s path: no journal, the first worker synthesising, the other proving.
+    // `cuzk prove`'s path: no journal, two synthesis threads, both workers proving.
     set_device_count(10);
     let dir = tempfile::tempdir().unwrap();
     let gpus = GpuProofBackend::workers(9, 2, PolicyKind::VramBudget, true, None).unwrap();
