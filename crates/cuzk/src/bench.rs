@@ -10,9 +10,12 @@ use anyhow::{bail, Context};
 use cuzk::circuits::PorepShaped;
 use cuzk::field::Scalar;
 use cuzk::pipeline::PartitionInput;
+use cuzk_engine::filecoin::synthesize_partition;
 use cuzk_engine::job::JobControl;
 use cuzk_engine::EngineError;
-use cuzk_groth16::{generate_random_parameters, prepare_verifying_key, verify_proofs_batch, Ahead};
+use cuzk_groth16::{
+    generate_random_parameters, prepare_verifying_key, verify_proofs_batch, Ahead, Capacity,
+};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
@@ -140,12 +143,11 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         None
     };
     let synthesize = |c: PorepShaped| -> Result<PartitionInput, EngineError> {
-        let pce = |e| EngineError::Filecoin(cuzk_engine::filecoin::FilecoinError::Pce(e));
-        Ok(match &pre_compiled {
-            Some(pc) => PartitionInput::precompiled(Arc::clone(pc), pc.witness(c).map_err(pce)?)
-                .map_err(pce)?,
-            None => cuzk_groth16::synthesize(c)?.into(),
-        })
+        Ok(synthesize_partition(
+            c,
+            pre_compiled.clone(),
+            Capacity::default(),
+        )?)
     };
 
     // The first partition alone: the timing parameters take their counts from it. The wall

@@ -16,8 +16,8 @@ use std::time::Duration;
 use cuzk_filecoin::post::{self, PostJob, PostKind};
 use cuzk_filecoin::snap::{self, SnapJob};
 use cuzk_filecoin::{
-    C1Output, C1Summary, CircuitKind, FilecoinError, ParamFiles, PartitionProver, PorepJob, Proven,
-    ProverError, RegisteredSealProof, SectorId,
+    synthesize_partition, C1Output, C1Summary, CircuitKind, FilecoinError, ParamFiles,
+    PartitionProver, PorepJob, Proven, ProverError, RegisteredSealProof, SectorId,
 };
 use cuzk_groth16::{Ahead, Capacity, Parameters, Proof};
 use cuzk_pipeline::PartitionInput;
@@ -540,14 +540,12 @@ fn run_synthetic(
         capacity.partition_bytes(pre_compiled.is_some()),
     );
     let make = |k: usize| -> Result<PartitionInput, EngineError> {
-        let part = input.partition(k as u32);
-        Ok(match &pre_compiled {
-            Some(pc) => {
-                let witness = pc.witness(part.circuit()).map_err(pce_error)?;
-                PartitionInput::precompiled(Arc::clone(pc), witness).map_err(pce_error)?
-            }
-            None => cuzk_groth16::synthesize_with_capacity(part.circuit(), capacity)?.into(),
-        })
+        let circuit = input.partition(k as u32).circuit();
+        Ok(synthesize_partition(
+            circuit,
+            pre_compiled.clone(),
+            capacity,
+        )?)
     };
     let spread = Spreader::new(
         site,

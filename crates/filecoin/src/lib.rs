@@ -40,7 +40,8 @@ pub use kinds::{CircuitKind, FilecoinCircuit};
 pub use params::ParamFiles;
 pub use porep::{PorepJob, SectorId};
 pub use prove::{
-    read_checked, FilecoinProof, PartitionProver, PartitionReport, Proven, ProverError, PROOF_BYTES,
+    read_checked, synthesize_partition, FilecoinProof, PartitionProver, PartitionReport, Proven,
+    ProverError, PROOF_BYTES,
 };
 pub use registered::{parse_sector_size, prover_id, RegisteredSealProof};
 

@@ -185,12 +185,20 @@ pub(crate) fn prove_partitions<C: Circuit<Scalar> + Send>(
         // Recording needs a circuit of its own (the circuits are not all `Clone`): build one.
         let pre_compiled =
             prover.pre_compiled(files, &mut || Ok(cuzk_pce::record(circuit(0)?.0)?))?;
-        let capacity = files.capacity().unwrap_or_default();
-        let ahead = prover.ahead(files, &capacity, pre_compiled.is_some());
+        // The file's counts, read without decoding it; where it cannot be read, the loaded
+        // parameters' (exact) for the partitions that start after they are.
+        let from_file = files.capacity();
+        let loaded = std::sync::OnceLock::new();
+        let capacity = || {
+            from_file
+                .or_else(|| loaded.get().copied())
+                .unwrap_or_default()
+        };
+        let ahead = prover.ahead(files, &capacity(), pre_compiled.is_some());
         let make = |k: usize| -> Result<Made, FilecoinError> {
             let start = Instant::now();
             let (this, inputs) = circuit(k)?;
-            let input = synthesize(this, pre_compiled.clone(), capacity)?;
+            let input = synthesize_partition(this, pre_compiled.clone(), capacity())?;
             // A pre-compiled circuit's witness has no a, b, c yet: it is checked row by row
             // where its products are made (the prover's backend, on the host or the device),
             // and an unsatisfied row is the prover's error.
@@ -213,6 +221,7 @@ pub(crate) fn prove_partitions<C: Circuit<Scalar> + Send>(
             // A parameter file that cannot be read is the first thing to report.
             let load_start = Instant::now();
             let params = prover.parameters(files)?;
+            let _ = loaded.set(Capacity::of(&params));
             let pvk = prepare_verifying_key(&params.vk);
             load_params = load_start.elapsed();
             for (k, this) in made {
@@ -264,8 +273,8 @@ struct Made {
 }
 
 /// Synthesises one partition: with a pre-compiled form, its witness alone (the prover makes
-/// a, b, c from the circuit's matrices); else in full, into an assignment.
-fn synthesize<C: Circuit<Scalar>>(
+/// a, b, c from the circuit's matrices); else in full, into an assignment of `capacity`.
+pub fn synthesize_partition<C: Circuit<Scalar>>(
     circuit: C,
     pre_compiled: Option<Arc<cuzk_pce::PreCompiled>>,
     capacity: Capacity,
