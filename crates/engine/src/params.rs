@@ -325,25 +325,24 @@ impl ParamManager {
     /// when they are not hot yet): the host memory a job of `circuit` may give to partitions in
     /// flight.
     pub fn room_beside(&self, circuit: CircuitId) -> u64 {
-        let (hot, coming) = {
+        let (hot, cold) = {
             let slots = self.inner.slots();
             let hot: u64 = slots
                 .values()
                 .filter(|s| s.hot.is_some())
                 .map(|s| s.hot_bytes)
                 .sum();
-            (
-                hot,
-                slots.get(&circuit.id()).is_none_or(|s| s.hot.is_none()),
-            )
+            let cold = slots.get(&circuit.id()).is_none_or(|s| s.hot.is_none());
+            (hot, cold)
         };
-        let coming = match coming {
-            false => 0,
-            true => self
-                .files(circuit)
+        // The file is read outside the slots' lock.
+        let coming = if cold {
+            self.files(circuit)
                 .ok()
                 .and_then(|f| std::fs::metadata(&f.params).ok())
-                .map_or(0, |m| m.len()),
+                .map_or(0, |m| m.len())
+        } else {
+            0
         };
         self.inner
             .config

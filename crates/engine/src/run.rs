@@ -5,10 +5,10 @@
 //! Every kind's partitions are spread over idle workers ([`crate::spread`]): they are synthesised
 //! `synthesis_threads` at a time ahead of the workers ([`ahead_within`]: as many as the memory
 //! budget left beside the parameters holds), and idle workers of any device prove them as they
-//! are done (with none idle, the job's worker proves each itself). The synthetic kind drives the [`Spreader`] here; the
-//! Filecoin kinds go through cuzk-filecoin's partition loop, which submits each synthesised
-//! partition to the engine's [`PartitionProver`] (the Spreader behind it) and verifies every
-//! proof as it comes back.
+//! are done (with none idle, the job's worker proves each itself). The synthetic kind drives the
+//! [`Spreader`] here; the Filecoin kinds go through cuzk-filecoin's partition loop, which submits
+//! each synthesised partition to the engine's [`PartitionProver`] (the Spreader behind it) and
+//! verifies every proof as it comes back.
 
 use std::sync::Arc;
 use std::time::Duration;

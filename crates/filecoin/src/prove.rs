@@ -65,10 +65,9 @@ pub trait PartitionProver {
         Ok(None)
     }
 
-    /// How far synthesis may run ahead of this prover, for partitions of `files`' circuit, of
-    /// `capacity`
-    /// ([`Capacity::partition_bytes`]; `witness_only` for a pre-compiled circuit's). By default
-    /// one partition is synthesised while the one before is proven.
+    /// How far synthesis may run ahead of this prover, for partitions of `files`' circuit of
+    /// `capacity` ([`Capacity::partition_bytes`]; `witness_only` for a pre-compiled circuit's).
+    /// By default one partition is synthesised while the one before is proven.
     fn ahead(&mut self, files: &ParamFiles, capacity: &Capacity, witness_only: bool) -> Ahead {
         let _ = (files, capacity, witness_only);
         Ahead::ONE
