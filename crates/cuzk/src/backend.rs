@@ -138,26 +138,33 @@ pub struct Workers {
 }
 
 impl Workers {
-    /// Makes the parameters resident where the workers keep them; a line saying what it did.
-    pub fn preload(&self, params: &Arc<Parameters>) -> anyhow::Result<Option<String>> {
+    /// Makes the parameters ready where the workers read them (resident on the GPU, or
+    /// decoded into host memory for the CPU); a line saying what it did.
+    pub fn preload(&self, params: &Arc<Parameters>) -> anyhow::Result<String> {
+        let start = std::time::Instant::now();
+        let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
         #[cfg(feature = "cuda")]
         if let Some(gpu) = self.gpus.first() {
             // Residency is the device's: one worker makes it for all.
-            let start = std::time::Instant::now();
             let bytes = gpu
                 .gpu()
                 .preload(params)
                 .context("making the parameters resident")?;
-            let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
-            return Ok(Some(format!(
-                "parameters resident: {:.1} MiB, mapped from host memory: {:.1} MiB, in {:.3} s",
+            return Ok(format!(
+                "parameters resident: {:.1} MiB, mapped from host memory: {:.1} MiB, in host \
+                 memory: {:.1} MiB, in {:.3} s",
                 mib(bytes),
                 mib(gpu.gpu().mapped_bytes()),
+                mib(params.host_bytes()),
                 start.elapsed().as_secs_f64()
-            )));
+            ));
         }
-        let _ = params;
-        Ok(None)
+        params.to_host()?;
+        Ok(format!(
+            "parameters in host memory: {:.1} MiB, in {:.3} s",
+            mib(params.host_bytes()),
+            start.elapsed().as_secs_f64()
+        ))
     }
 
     /// Makes a pre-compiled circuit's matrices resident where the workers compute its products

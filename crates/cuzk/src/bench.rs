@@ -173,7 +173,8 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
             let params =
                 cuzk_groth16::timing_parameters_for(&first.shape()).context("timing parameters")?;
             println!(
-                "parameters for timing only (multiples of the generators; the proofs will not \
+                "parameters for timing only (multiples of the generators, made as they are \
+                 read: a GPU copies those it keeps as they are made; the proofs will not \
                  verify): {:.3} s",
                 start.elapsed().as_secs_f64()
             );
@@ -181,9 +182,7 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         }
     };
     let params = Arc::new(params);
-    if let Some(report) = workers.preload(&params)? {
-        println!("{report}");
-    }
+    println!("{}", workers.preload(&params)?);
     let setup_done = wall.elapsed();
 
     // Partition 0 is made already; the others are synthesised as the engine's job would.

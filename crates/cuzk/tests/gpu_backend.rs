@@ -136,6 +136,55 @@ fn golden_cases_match_on_the_gpu() {
     }
 }
 
+/// Parameters read lazily from their file (as the engine loads them) are made resident straight
+/// from it, block by block: no resident query is ever decoded into host memory, and one that
+/// was (a host path read it first) is released once the device has it. The proofs are the
+/// CPU's bytes throughout, and after the device lets go the host path decodes them again.
+#[test]
+fn resident_queries_leave_no_host_copy() {
+    let Some(gpu) = gpu() else { return };
+    let c = PorepShaped::new(if cuzk_gpu::EMULATED { 9 } else { 14 }, 11);
+    let mut rng = rng(47);
+    let eager = generate_random_parameters(c.clone(), &mut rng).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("porep-shaped.params");
+    eager.write(std::fs::File::create(&path).unwrap()).unwrap();
+    let map = Arc::new(Parameters::build_mapped_parameters(path, false).unwrap());
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let cpu = Prover::new(CpuBackend, ProverConfig::default());
+    let want = one_proof(&cpu, &eager, c.clone(), r, s);
+
+    // Never decoded: copied block by block from the file.
+    let lazy = Arc::new(map.lazy_parameters());
+    assert!(gpu.backend().preload(&lazy).unwrap() > 0);
+    assert_eq!(gpu.backend().mapped_bytes(), 0, "every query fits");
+    assert_eq!(lazy.host_bytes(), 0);
+    assert_eq!(
+        one_proof(gpu, &lazy, c.clone(), r, s),
+        want,
+        "copied from the file"
+    );
+    assert_eq!(lazy.host_bytes(), 0, "proving read no query on the host");
+    assert!(gpu.backend().evict(&lazy));
+    assert_eq!(
+        one_proof(gpu, &lazy, c.clone(), r, s),
+        want,
+        "decoded again"
+    );
+    assert!(lazy.host_bytes() > 0);
+
+    // Decoded by a host path first: released once resident.
+    assert!(gpu.backend().preload(&lazy).unwrap() > 0);
+    assert_eq!(lazy.host_bytes(), 0);
+    assert_eq!(one_proof(gpu, &lazy, c.clone(), r, s), want, "released");
+    assert!(gpu.backend().evict(&lazy));
+    assert_eq!(
+        one_proof(&cpu, &lazy, c, r, s),
+        want,
+        "the CPU decodes them again"
+    );
+}
+
 #[test]
 fn small_circuits_match_the_cpu() {
     let Some(gpu) = gpu() else { return };
@@ -593,12 +642,8 @@ fn queries_that_do_not_fit_are_read_in_place() {
         0,
         "nothing fits"
     );
-    let tail_bytes = [&params.l, &params.a, &params.b_g1]
-        .iter()
-        .map(|q| std::mem::size_of_val(q.as_slice()))
-        .sum::<usize>()
-        + std::mem::size_of_val(params.b_g2.as_slice());
-    assert_eq!(prover.backend().mapped_bytes(), tail_bytes as u64);
+    let tail_bytes = params.host_bytes() - params.h.host_bytes();
+    assert_eq!(prover.backend().mapped_bytes(), tail_bytes);
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
     let cpu = Prover::new(CpuBackend, ProverConfig::default());
     let (gpu_proof, timing) = timed_proof(&prover, &params, c.clone(), r, s);

@@ -41,10 +41,9 @@ pub trait ProofBackend: Send + Sync + Debug {
 
     /// A client preloaded `params` (the manager's hot copy): make them ready to prove with
     /// (a GPU copies their bases into its memory), so that the first job does not pay for it.
-    /// The default keeps nothing.
+    /// The default decodes every query into host memory, where the CPU reads them.
     fn preload(&self, params: &Arc<Parameters>) -> Result<(), BackendError> {
-        let _ = params;
-        Ok(())
+        Ok(params.to_host()?)
     }
 
     /// The parameter manager dropped `params` from its hot tier: let go of anything kept for

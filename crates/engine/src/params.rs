@@ -1,8 +1,10 @@
 //! The parameter manager: every circuit's Groth16 parameters, keyed by circuit id (`porep-2k`,
 //! `porep-32g`, `winning-2k`, `wpost-2k`, `snap-2k`, `synthetic-10`), in one of three tiers.
 //!
-//! - **hot**: decoded in memory, ready for the prover (pinned host memory once a GPU backend
-//!   exists); counted against the memory budget.
+//! - **hot**: leased to the backends, their queries decoded as a backend needs them: a CPU
+//!   decodes every query (at `PreloadSRS` or the first partition), a GPU copies the queries it
+//!   keeps straight from the file to its memory and decodes only those it reads from host
+//!   memory; counted against the memory budget at their whole decoded size.
 //! - **warm**: the file memory-mapped with its structure validated (the page cache holds it);
 //!   becoming hot needs only the decode.
 //! - **cold**: on disk only.
@@ -374,15 +376,10 @@ impl ParamManager {
         }
         let files = self.files(circuit)?;
         let mapped = self.map(circuit, &id, &files)?;
-        let params = Arc::new(mapped.to_parameters()?);
-        if params.vk != mapped.vk {
-            return Err(EngineError::Filecoin(
-                cuzk_filecoin::FilecoinError::ParameterMismatch {
-                    path: files.params.clone(),
-                    detail: "the verifying key is not the parameter file's".into(),
-                },
-            ));
-        }
+        // Nothing is decoded here: each backend takes what it needs from the file (a CPU
+        // decodes every query; a GPU copies those it keeps straight to the device and decodes
+        // only those it reads from host memory), so no query is held in host memory twice.
+        let params = Arc::new(mapped.lazy_parameters());
         let hot_bytes = decoded_bytes(&params);
         {
             let mut slots = self.inner.slots();

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use cuzk_engine::gpu::{GpuProofBackend, PolicyKind};
 use cuzk_engine::{
-    CpuProofBackend, Engine, EngineConfig, JobRequest, JobState, ProofBackend, ProofKind,
+    CircuitId, CpuProofBackend, Engine, EngineConfig, JobRequest, JobState, ProofBackend, ProofKind,
 };
 use cuzk_filecoin::filecoin_proofs::{self, PublicReplicaInfo, SectorShape2KiB};
 use cuzk_filecoin::post::{post_config, PostKind};
@@ -243,6 +243,10 @@ fn preload_makes_parameters_resident_on_every_device_and_status_shows_their_memo
         );
         assert!(memory.peak_in_use_bytes >= resident, "{memory:?}");
     }
+    // The devices copied every query straight from the file: none was decoded on the host.
+    let (lease, _) = e.params().acquire(CircuitId::Synthetic(6)).unwrap();
+    assert_eq!(lease.params().host_bytes(), 0);
+    drop(lease);
     // The metrics show each device's memory and the process's peak host memory.
     let metrics = e.metrics_text();
     for g in &gpus {

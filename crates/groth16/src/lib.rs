@@ -17,6 +17,7 @@ mod codec;
 pub mod engine;
 mod error;
 mod params;
+mod points;
 mod proof;
 mod setup;
 mod synthesis;
@@ -30,6 +31,7 @@ pub use codec::Check;
 pub use engine::{Bls12, Engine};
 pub use error::{Groth16Error, Section};
 pub use params::{MappedParameters, ParameterSource, Parameters, Query, RELEASE_BYTES};
+pub use points::{PointSource, Points, PointsId};
 pub use proof::Proof;
 pub use setup::{
     generate_parameters, generate_parameters_with, generate_random_parameters, ToxicWaste,

@@ -23,6 +23,7 @@ use crate::codec::{
 };
 use crate::engine::{Bls12, Engine};
 use crate::error::{Groth16Error, Section};
+use crate::points::{PointSource, Points};
 use crate::vk::VerifyingKey;
 
 /// Groth16 proving parameters.
@@ -30,15 +31,15 @@ pub struct Parameters<E: Engine = Bls12> {
     /// The verifying key.
     pub vk: VerifyingKey<E>,
     /// `τ^i·Z(τ)/δ` for `i` in `0..n-1` (n the domain size).
-    pub h: Arc<Vec<G1Affine>>,
+    pub h: Points<G1Affine>,
     /// `(β·u_i(τ) + α·v_i(τ) + w_i(τ))/δ` for every auxiliary variable.
-    pub l: Arc<Vec<G1Affine>>,
+    pub l: Points<G1Affine>,
     /// `u_i(τ)` for every variable whose A polynomial is non-zero (inputs first).
-    pub a: Arc<Vec<G1Affine>>,
+    pub a: Points<G1Affine>,
     /// `v_i(τ)` in G1 for every variable whose B polynomial is non-zero (inputs first).
-    pub b_g1: Arc<Vec<G1Affine>>,
+    pub b_g1: Points<G1Affine>,
     /// `v_i(τ)` in G2, same variables as `b_g1`.
-    pub b_g2: Arc<Vec<G2Affine>>,
+    pub b_g2: Points<G2Affine>,
 }
 
 impl<E: Engine> Clone for Parameters<E> {
@@ -79,6 +80,26 @@ impl<E: Engine> std::fmt::Debug for Parameters<E> {
 }
 
 impl Parameters {
+    /// Bytes of query points held in host memory now (a query read lazily or released holds
+    /// none: see [`Points`]).
+    pub fn host_bytes(&self) -> u64 {
+        [&self.h, &self.l, &self.a, &self.b_g1]
+            .iter()
+            .map(|q| q.host_bytes())
+            .sum::<u64>()
+            + self.b_g2.host_bytes()
+    }
+
+    /// Reads every query into host memory (where the CPU prover reads them), decoding those
+    /// that are not there yet.
+    pub fn to_host(&self) -> Result<(), Groth16Error> {
+        for q in [&self.h, &self.l, &self.a, &self.b_g1] {
+            q.host()?;
+        }
+        self.b_g2.host()?;
+        Ok(())
+    }
+
     /// Size of the encoding in bytes.
     pub fn encoded_len(&self) -> u64 {
         let g1 = (self.h.len() + self.l.len() + self.a.len() + self.b_g1.len()) as u64;
@@ -88,12 +109,23 @@ impl Parameters {
             + self.b_g2.len() as u64 * G2_UNCOMPRESSED as u64
     }
 
-    /// Writes the parameters in bellperson's format.
+    /// Writes the parameters in bellperson's format (queries not in host memory are read in
+    /// blocks, not kept).
     pub fn write<W: Write>(&self, mut writer: W) -> std::io::Result<()> {
         self.vk.write(&mut writer)?;
-        fn section<P: Uncompressed + Sync, W: Write>(w: &mut W, v: &[P]) -> std::io::Result<()> {
-            w.write_all(&(v.len() as u32).to_be_bytes())?;
-            write_points(w, v)
+        fn section<P: Uncompressed + Send + Sync + 'static, W: Write>(
+            w: &mut W,
+            points: &Points<P>,
+        ) -> std::io::Result<()> {
+            w.write_all(&(points.len() as u32).to_be_bytes())?;
+            if let Some(held) = points.in_host() {
+                return write_points(w, &held);
+            }
+            let block = (RELEASE_BYTES / P::SIZE).max(1);
+            for first in (0..points.len()).step_by(block) {
+                write_points(w, &points.read(first..(first + block).min(points.len()))?)?;
+            }
+            Ok(())
         }
         section(&mut writer, &self.h)?;
         section(&mut writer, &self.l)?;
@@ -108,16 +140,16 @@ impl Parameters {
         let check = Check::from_checked(checked);
         let mut r = CountingReader::new(reader);
         let vk = VerifyingKey::read_from(&mut r)?;
-        let g1 = |r: &mut CountingReader<R>, s| -> Result<Arc<Vec<G1Affine>>, Groth16Error> {
+        let g1 = |r: &mut CountingReader<R>, s| -> Result<Points<G1Affine>, Groth16Error> {
             let count = r.read_u32(s)? as usize;
-            Ok(Arc::new(r.read_points(count, s, check)?))
+            Ok(Points::new(r.read_points(count, s, check)?))
         };
         let h = g1(&mut r, Section::H)?;
         let l = g1(&mut r, Section::L)?;
         let a = g1(&mut r, Section::A)?;
         let b_g1 = g1(&mut r, Section::BG1)?;
         let count = r.read_u32(Section::BG2)? as usize;
-        let b_g2 = Arc::new(r.read_points(count, Section::BG2, check)?);
+        let b_g2 = Points::new(r.read_points(count, Section::BG2, check)?);
         let extra = r.trailing_bytes()?;
         if extra != 0 {
             return Err(Groth16Error::TrailingBytes { extra });
@@ -339,12 +371,38 @@ impl MappedParameters {
     pub fn to_parameters_in_blocks(&self, block_bytes: usize) -> Result<Parameters, Groth16Error> {
         Ok(Parameters {
             vk: self.vk.clone(),
-            h: Arc::new(self.all_released(Query::H, block_bytes)?),
-            l: Arc::new(self.all_released(Query::L, block_bytes)?),
-            a: Arc::new(self.all_released(Query::A, block_bytes)?),
-            b_g1: Arc::new(self.all_released(Query::B_G1, block_bytes)?),
-            b_g2: Arc::new(self.all_released(Query::B_G2, block_bytes)?),
+            h: Points::new(self.all_released(Query::H, block_bytes)?),
+            l: Points::new(self.all_released(Query::L, block_bytes)?),
+            a: Points::new(self.all_released(Query::A, block_bytes)?),
+            b_g1: Points::new(self.all_released(Query::B_G1, block_bytes)?),
+            b_g2: Points::new(self.all_released(Query::B_G2, block_bytes)?),
         })
+    }
+
+    /// Parameters whose queries are decoded from this file only when a host path needs them
+    /// ([`Points::host`], kept from then on) or a range is read ([`Points::read`], not kept):
+    /// nothing is decoded here. A device copies the queries it keeps straight from the file,
+    /// so no decoded copy of them stays in host memory; each decoded block's mapped pages are
+    /// released, as [`to_parameters`](Self::to_parameters) does.
+    pub fn lazy_parameters(self: &Arc<Self>) -> Parameters {
+        fn lazy<P: Uncompressed + Send + Sync + 'static>(
+            map: &Arc<MappedParameters>,
+            query: Query<P>,
+        ) -> Points<P> {
+            let source = Arc::new(MappedQuery {
+                map: Arc::clone(map),
+                query,
+            });
+            Points::lazy(map.len(query), source)
+        }
+        Parameters {
+            vk: self.vk.clone(),
+            h: lazy(self, Query::H),
+            l: lazy(self, Query::L),
+            a: lazy(self, Query::A),
+            b_g1: lazy(self, Query::B_G1),
+            b_g2: lazy(self, Query::B_G2),
+        }
     }
 
     /// [`all`](Self::all), releasing the mapped pages of each block once it is decoded.
@@ -353,11 +411,21 @@ impl MappedParameters {
         query: Query<P>,
         block_bytes: usize,
     ) -> Result<Vec<P>, Groth16Error> {
-        let len = self.len(query);
+        self.range_released(query, 0..self.len(query), block_bytes)
+    }
+
+    /// [`points`](Self::points), releasing the mapped pages of each block once it is decoded.
+    fn range_released<P: Uncompressed>(
+        &self,
+        query: Query<P>,
+        range: Range<usize>,
+        block_bytes: usize,
+    ) -> Result<Vec<P>, Groth16Error> {
         let block = (block_bytes / P::SIZE).max(1);
-        let mut out = Vec::with_capacity(len);
-        for first in (0..len).step_by(block) {
-            let read = self.points_into(query, first..(first + block).min(len), &mut out)?;
+        let mut out =
+            Vec::with_capacity(range.end.min(self.len(query)).saturating_sub(range.start));
+        for first in range.clone().step_by(block) {
+            let read = self.points_into(query, first..(first + block).min(range.end), &mut out)?;
             self.release(read);
         }
         Ok(out)
@@ -383,6 +451,18 @@ impl MappedParameters {
         }
         #[cfg(not(unix))]
         let _ = range;
+    }
+}
+
+/// One query of a mapped file, as a [`PointSource`].
+struct MappedQuery<P> {
+    map: Arc<MappedParameters>,
+    query: Query<P>,
+}
+
+impl<P: Uncompressed + Send + Sync> PointSource<P> for MappedQuery<P> {
+    fn read(&self, range: Range<usize>) -> Result<Vec<P>, Groth16Error> {
+        self.map.range_released(self.query, range, RELEASE_BYTES)
     }
 }
 

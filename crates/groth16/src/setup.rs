@@ -9,6 +9,7 @@
 //! form: `Lⱼ(τ) = Z(τ)/n · ωʲ/(τ − ωʲ)`, with one batch inversion, instead of an inverse FFT of
 //! the powers of τ.
 
+use crate::points::Points;
 use bellpepper_core::{
     Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
 };
@@ -17,7 +18,6 @@ use ff::{BatchInvert, Field};
 use group::{prime::PrimeCurveAffine, Curve, Group};
 use rand_core::RngCore;
 use rayon::prelude::*;
-use std::sync::Arc;
 
 use crate::error::Groth16Error;
 use crate::params::Parameters;
@@ -362,10 +362,10 @@ pub fn generate_parameters_with<C: Circuit<Scalar>>(
     );
     Ok(Parameters {
         vk,
-        h: Arc::new(h),
-        l: Arc::new(l),
-        a: Arc::new(a),
-        b_g1: Arc::new(b_g1),
-        b_g2: Arc::new(b_g2),
+        h: Points::new(h),
+        l: Points::new(l),
+        a: Points::new(a),
+        b_g1: Points::new(b_g1),
+        b_g2: Points::new(b_g2),
     })
 }

@@ -18,7 +18,7 @@ use ff::Field;
 use group::{Curve, Group};
 use rayon::prelude::*;
 
-use crate::{Groth16Error, Parameters, ProvingAssignment, VerifyingKey};
+use crate::{Groth16Error, Parameters, PointSource, Points, ProvingAssignment, VerifyingKey};
 
 /// Points per parallel chunk.
 const CHUNK: usize = 1 << 16;
@@ -151,6 +151,8 @@ pub fn timing_parameters_for(shape: &CircuitShape<'_>) -> Result<Parameters, Gro
     let a_len = shape.num_inputs + shape.a_aux_density.count_ones();
     let b_len = shape.b_input_density.count_ones() + shape.b_aux_density.count_ones();
     let g1 = |first: u64, len: usize| multiples::<G1Projective>(first, len);
+    let lazy_g1 =
+        |first: u64, len: usize| Points::lazy(len, Arc::new(Multiples::<G1Projective>::new(first)));
     let g1_one = |k: u64| (G1Projective::generator() * Scalar::from(k)).to_affine();
     let g2_one = |k: u64| (G2Projective::generator() * Scalar::from(k)).to_affine();
     let vk = VerifyingKey {
@@ -165,12 +167,38 @@ pub fn timing_parameters_for(shape: &CircuitShape<'_>) -> Result<Parameters, Gro
     };
     Ok(Parameters {
         vk,
-        h: Arc::new(g1(1, h_len)),
-        l: Arc::new(g1(1 << 40, l_len)),
-        a: Arc::new(g1(2 << 40, a_len)),
-        b_g1: Arc::new(g1(3 << 40, b_len)),
-        b_g2: Arc::new(multiples::<G2Projective>(1, b_len) as Vec<G2Affine>),
+        h: lazy_g1(1, h_len),
+        l: lazy_g1(1 << 40, l_len),
+        a: lazy_g1(2 << 40, a_len),
+        b_g1: lazy_g1(3 << 40, b_len),
+        b_g2: Points::lazy(b_len, Arc::new(Multiples::<G2Projective>::new(1))),
     })
+}
+
+/// A query of `first·G, (first + 1)·G, …`, made when read: timing parameters are never
+/// held whole unless a host path asks for a query ([`Points::host`]), and a device copies the
+/// queries it keeps block by block as they are made.
+struct Multiples<P> {
+    first: u64,
+    _curve: PhantomData<fn() -> P>,
+}
+
+impl<P> Multiples<P> {
+    fn new(first: u64) -> Self {
+        Self {
+            first,
+            _curve: PhantomData,
+        }
+    }
+}
+
+impl<P: Jacobian> PointSource<P::AffineRepr> for Multiples<P>
+where
+    P::AffineRepr: Default + Copy + Send + Sync,
+{
+    fn read(&self, range: std::ops::Range<usize>) -> Result<Vec<P::AffineRepr>, Groth16Error> {
+        Ok(multiples::<P>(self.first + range.start as u64, range.len()))
+    }
 }
 
 #[cfg(test)]
@@ -201,6 +229,13 @@ mod tests {
         assert_eq!(p.h.len(), n - 1);
         assert_eq!(p.l.len(), asg.aux.len());
         assert_eq!(p.vk.ic.len(), asg.input.len());
+        // Made when read: a range equals the whole query's slice.
+        assert_eq!(p.h.host_bytes(), 0);
+        assert_eq!(p.h.read(1..3).unwrap(), p.h.host().unwrap()[1..3]);
+        assert_eq!(
+            p.h.host().unwrap()[0],
+            G1Projective::generator().to_affine()
+        );
         let big: Vec<cuzk_field::G1Affine> = multiples::<G1Projective>(5, 3 * CHUNK + 7);
         for (i, k) in [
             (0usize, 5u64),

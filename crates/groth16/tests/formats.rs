@@ -88,14 +88,41 @@ fn round_trips_through_stream_and_map() {
     let mapped = MappedParameters::<cuzk_groth16::Bls12>::open(&path, Check::Subgroup).unwrap();
     assert_eq!(
         mapped.points(Query::H, 1..3).unwrap(),
-        params.h[1..3].to_vec()
+        params.h.read(1..3).unwrap()
     );
-    assert_eq!(mapped.all(Query::B_G2).unwrap(), *params.b_g2);
+    assert_eq!(
+        mapped.all(Query::B_G2).unwrap(),
+        *params.b_g2.host().unwrap()
+    );
     assert_eq!(mapped.len(Query::L), params.l.len());
     assert!(matches!(
         mapped.points(Query::H, 0..mapped.len(Query::H) + 1),
         Err(Groth16Error::LengthMismatch { .. })
     ));
+}
+
+#[test]
+fn lazy_parameters_decode_only_what_is_asked_for() {
+    let (params, bytes) = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.params");
+    std::fs::write(&path, bytes).unwrap();
+    let mapped = std::sync::Arc::new(MappedParameters::open(&path, Check::Subgroup).unwrap());
+    let lazy = mapped.lazy_parameters();
+    let queries = [&lazy.h, &lazy.l, &lazy.a, &lazy.b_g1];
+    assert!(queries.iter().all(|q| q.host_bytes() == 0));
+    assert_eq!(lazy.b_g2.host_bytes(), 0);
+    assert_eq!(lazy.l.read(1..2).unwrap(), params.l.read(1..2).unwrap());
+    assert_eq!(lazy.l.host_bytes(), 0, "a range is not kept");
+    // Written block by block from the file, the bytes are the file's.
+    let mut written = Vec::new();
+    lazy.write(&mut written).unwrap();
+    assert_eq!(&written, bytes);
+    assert_eq!(&lazy, params);
+    assert!(lazy.h.host_bytes() > 0, "compared whole, so read whole");
+    assert!(lazy.h.release());
+    assert_eq!(lazy.h.host_bytes(), 0);
+    assert_eq!(*lazy.h.host().unwrap(), *params.h.host().unwrap());
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //! identical to the CPU backend: the proof is a pure function of its inputs and `r`, `s`.
 
 use cuzk_field::{Domain, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk_groth16::Parameters;
+use cuzk_groth16::{Parameters, Points};
 use cuzk_msm::{Selection, G1, G2};
 use cuzk_ntt::Order;
 use group::Group;
@@ -48,7 +48,7 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
 
     /// `Σ hᵢ·bases[i]` over the coefficients [`Backend::ntt_h`] computed (`bases` is the
     /// parameters' `h` query, as long as they are).
-    fn msm_h(&self, bases: &[G1Affine], h: Self::H) -> Result<G1Projective, PipelineError>;
+    fn msm_h(&self, bases: &Points<G1Affine>, h: Self::H) -> Result<G1Projective, PipelineError>;
 
     /// The sums of the queries over the partition's values (L, A, B₁, B₂): each query's
     /// scalars split into zero, one and other (`split_vectors`), the others' bases gathered
@@ -87,17 +87,17 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     fn msm_g2(&self, bases: &[G2Affine], scalars: &[Scalar])
         -> Result<G2Projective, PipelineError>;
 
-    /// `Σ bases[i]` over the given indices, in G1.
+    /// `Σ bases[i]` over the given indices of a query, in G1.
     fn batch_add_g1(
         &self,
-        bases: &[G1Affine],
+        bases: &Points<G1Affine>,
         indices: &[u32],
     ) -> Result<G1Projective, PipelineError>;
 
-    /// `Σ bases[i]` over the given indices, in G2.
+    /// `Σ bases[i]` over the given indices of a query, in G2.
     fn batch_add_g2(
         &self,
-        bases: &[G2Affine],
+        bases: &Points<G2Affine>,
         indices: &[u32],
     ) -> Result<G2Projective, PipelineError>;
 }
@@ -188,7 +188,7 @@ macro_rules! forward_backend {
                 (**self).ntt_h(domain, abc)
             }
 
-            fn msm_h(&self, bases: &[G1Affine], h: Self::H) -> Result<G1Projective, PipelineError> {
+            fn msm_h(&self, bases: &Points<G1Affine>, h: Self::H) -> Result<G1Projective, PipelineError> {
                 (**self).msm_h(bases, h)
             }
 
@@ -208,11 +208,11 @@ macro_rules! forward_backend {
                 (**self).msm_g2(bases, scalars)
             }
 
-            fn batch_add_g1(&self, bases: &[G1Affine], indices: &[u32]) -> Result<G1Projective, PipelineError> {
+            fn batch_add_g1(&self, bases: &Points<G1Affine>, indices: &[u32]) -> Result<G1Projective, PipelineError> {
                 (**self).batch_add_g1(bases, indices)
             }
 
-            fn batch_add_g2(&self, bases: &[G2Affine], indices: &[u32]) -> Result<G2Projective, PipelineError> {
+            fn batch_add_g2(&self, bases: &Points<G2Affine>, indices: &[u32]) -> Result<G2Projective, PipelineError> {
                 (**self).batch_add_g2(bases, indices)
             }
         }
@@ -280,8 +280,12 @@ impl Backend for CpuBackend {
         Ok(a)
     }
 
-    fn msm_h(&self, bases: &[G1Affine], h: Vec<Scalar>) -> Result<G1Projective, PipelineError> {
-        Ok(cuzk_msm::fast::msm_owned::<G1>(bases, h)?)
+    fn msm_h(
+        &self,
+        bases: &Points<G1Affine>,
+        h: Vec<Scalar>,
+    ) -> Result<G1Projective, PipelineError> {
+        Ok(cuzk_msm::fast::msm_owned::<G1>(&bases.host()?, h)?)
     }
 
     fn msm_g1(
@@ -302,22 +306,22 @@ impl Backend for CpuBackend {
 
     fn batch_add_g1(
         &self,
-        bases: &[G1Affine],
+        bases: &Points<G1Affine>,
         indices: &[u32],
     ) -> Result<G1Projective, PipelineError> {
         Ok(cuzk_msm::batch_add::<G1>(
-            bases,
+            &bases.host()?,
             Selection::Indices(indices),
         )?)
     }
 
     fn batch_add_g2(
         &self,
-        bases: &[G2Affine],
+        bases: &Points<G2Affine>,
         indices: &[u32],
     ) -> Result<G2Projective, PipelineError> {
         Ok(cuzk_msm::batch_add::<G2>(
-            bases,
+            &bases.host()?,
             Selection::Indices(indices),
         )?)
     }
@@ -342,29 +346,28 @@ pub fn host_query_sums<B: Backend + ?Sized>(
             .collect())
     })?;
     let bases = stages.run(Stage::PrepMsm, || {
-        Ok(splits
+        splits
             .par_iter()
             .map(|(q, split)| {
-                let g1 = match q {
-                    Query::L => &params.l,
-                    Query::A => &params.a,
-                    Query::B => &params.b_g1,
+                let g1 = q.points(params).host()?;
+                let g2 = match q {
+                    Query::B => Some(gather(&params.b_g2.host()?, &split.other_bases)),
+                    _ => None,
                 };
-                let g2 = (*q == Query::B).then(|| gather(&params.b_g2, &split.other_bases));
-                (gather(g1, &split.other_bases), g2)
+                Ok((gather(&g1, &split.other_bases), g2))
             })
-            .collect::<Vec<_>>())
+            .collect::<Result<Vec<_>, PipelineError>>()
     })?;
     let ones = stages.run(Stage::BatchAdd, || {
         splits
             .iter()
-            .map(|(q, split)| match q {
-                Query::L => Ok((backend.batch_add_g1(&params.l, &split.ones)?, None)),
-                Query::A => Ok((backend.batch_add_g1(&params.a, &split.ones)?, None)),
-                Query::B => Ok((
-                    backend.batch_add_g1(&params.b_g1, &split.ones)?,
-                    Some(backend.batch_add_g2(&params.b_g2, &split.ones)?),
-                )),
+            .map(|(q, split)| {
+                let g1 = backend.batch_add_g1(q.points(params), &split.ones)?;
+                let g2 = match q {
+                    Query::B => Some(backend.batch_add_g2(&params.b_g2, &split.ones)?),
+                    _ => None,
+                };
+                Ok((g1, g2))
             })
             .collect::<Result<Vec<_>, PipelineError>>()
     })?;

@@ -11,8 +11,8 @@
 
 use std::time::Instant;
 
-use cuzk_field::{Bitmap, G1Projective, G2Projective, Scalar};
-use cuzk_groth16::Parameters;
+use cuzk_field::{Bitmap, G1Affine, G1Projective, G2Projective, Scalar};
+use cuzk_groth16::{Parameters, Points};
 use group::Group;
 
 use crate::split::Segment;
@@ -87,10 +87,15 @@ impl Query {
 
     /// How many bases the query has in `params`: the most its split can find of each kind.
     pub fn n_bases(self, params: &Parameters) -> usize {
+        self.points(params).len()
+    }
+
+    /// The query's G1 bases in `params` (for B, B₁; B₂ is `params.b_g2`).
+    pub fn points(self, params: &Parameters) -> &Points<G1Affine> {
         match self {
-            Query::L => params.l.len(),
-            Query::A => params.a.len(),
-            Query::B => params.b_g1.len(),
+            Query::L => &params.l,
+            Query::A => &params.a,
+            Query::B => &params.b_g1,
         }
     }
 }

@@ -59,7 +59,7 @@ use std::sync::{Arc, Mutex};
 use cuzk_field::layout::{scalars_as_limbs, FrLimbs};
 use cuzk_field::{Domain, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_gpu::{alloc_in, Device, DeviceBuffer, GpuError, PinnedBuffer, Stream};
-use cuzk_groth16::Parameters;
+use cuzk_groth16::{Parameters, Points};
 use cuzk_msm::gpu::{Bases, GpuCurve, GpuMsm, GpuMsmError, ScalarForm, Scalars};
 use cuzk_msm::{Selection, G1, G2};
 use cuzk_ntt::gpu::{GpuNtt, GpuNttError, NttConfig};
@@ -746,15 +746,15 @@ impl Backend for GpuBackend {
 
     fn msm_h(
         &self,
-        bases: &[G1Affine],
+        bases: &Points<G1Affine>,
         h: DeviceBuffer<FrLimbs>,
     ) -> Result<G1Projective, PipelineError> {
         let scalars = Scalars::Device(&h, ScalarForm::Montgomery);
-        match self.resident_g1(bases, false) {
+        match self.resident_g1(bases.id(), false) {
             Some((set, i)) => {
                 self.msm::<G1>(Bases::Device(set.g1[i].bases.buffer()), scalars, h.len())
             }
-            None => self.msm::<G1>(Bases::Host(bases), scalars, h.len()),
+            None => self.msm::<G1>(Bases::Host(&bases.host()?), scalars, h.len()),
         }
     }
 
@@ -776,15 +776,15 @@ impl Backend for GpuBackend {
 
     fn batch_add_g1(
         &self,
-        bases: &[G1Affine],
+        bases: &Points<G1Affine>,
         indices: &[u32],
     ) -> Result<G1Projective, PipelineError> {
-        match self.resident_g1(bases, false) {
+        match self.resident_g1(bases.id(), false) {
             Some((set, i)) if !indices.is_empty() => {
                 self.batch_add::<G1>(set.g1[i].bases.buffer(), indices)
             }
             _ => Ok(cuzk_msm::batch_add::<G1>(
-                bases,
+                &bases.host()?,
                 Selection::Indices(indices),
             )?),
         }
@@ -792,15 +792,15 @@ impl Backend for GpuBackend {
 
     fn batch_add_g2(
         &self,
-        bases: &[G2Affine],
+        bases: &Points<G2Affine>,
         indices: &[u32],
     ) -> Result<G2Projective, PipelineError> {
-        match self.resident_g2(bases, false) {
+        match self.resident_g2(bases.id(), false) {
             Some((set, i)) if !indices.is_empty() => {
                 self.batch_add::<G2>(set.g2[i].bases.buffer(), indices)
             }
             _ => Ok(cuzk_msm::batch_add::<G2>(
-                bases,
+                &bases.host()?,
                 Selection::Indices(indices),
             )?),
         }

@@ -1,14 +1,15 @@
 //! Parameters on the device: each preloaded set's queries resident in named regions of the
-//! device's arena, or, where they do not fit beside a partition, their host vectors mapped for
-//! the kernels to read in place (`Device::map_host`), and the lookups the stages make by the
-//! host slice a query came from.
+//! device's arena (copied from host memory, or block by block from the parameter file where
+//! they are not decoded; a host copy that can be read again is released once the device has
+//! one), or, where they do not fit beside a partition, their host vectors mapped for the
+//! kernels to read in place (`Device::map_host`), and the lookups the stages make by a query's
+//! identity (`Points::id`).
 
 use std::sync::Arc;
 
 use cuzk_field::layout::{G1AffineLimbs, G2AffineLimbs};
-use cuzk_field::{G1Affine, G2Affine};
 use cuzk_gpu::{DeviceBuffer, MappedHost, Stream};
-use cuzk_groth16::Parameters;
+use cuzk_groth16::{Parameters, Points, PointsId};
 use cuzk_msm::gpu::GpuCurve;
 use cuzk_msm::{G1, G2};
 use cuzk_vram::VramError;
@@ -19,11 +20,11 @@ use crate::query::Query;
 use crate::PipelineError;
 
 /// One query's bases as the device reads them: copied into its memory (resident), or the host
-/// slice itself mapped for the kernels to read over the link (`mapped`, for queries that do not
+/// vector itself mapped for the kernels to read over the link (`mapped`, for queries that do not
 /// fit: see [`GpuBackend::preload`]).
 pub(super) struct QueryBases<L> {
-    /// Address and length of the host slice the bases were copied from (or are mapped from).
-    host: (usize, usize),
+    /// The query they are the bases of.
+    id: PointsId,
     pub(super) bases: BasesMemory<L>,
 }
 
@@ -48,9 +49,17 @@ impl<L> BasesMemory<L> {
     }
 }
 
-impl<L> QueryBases<L> {
-    fn is<T>(&self, host: &[T]) -> bool {
-        self.host == (host.as_ptr() as usize, host.len())
+/// Bytes of a query read at a time from its source to be made resident: large enough that the
+/// decode or generation of a block keeps every core busy, small beside a query.
+const UPLOAD_BLOCK_BYTES: usize = 256 << 20;
+
+/// Drops `points`' host copy where it can be read again; returns the bytes freed.
+fn release<P: Copy + Send + Sync + 'static>(points: &Points<P>) -> u64 {
+    let bytes = points.host_bytes();
+    if points.release() {
+        bytes
+    } else {
+        0
     }
 }
 
@@ -98,8 +107,11 @@ impl GpuBackend {
     /// tables ([`GpuBackend::ntt_table_bytes`]): on a card too small for both, the queries over
     /// the values that do not fit (L, A, B₁, B₂) are mapped from host memory for the device to
     /// read in place ([`GpuBackend::mapped_bytes`]; pinning their pages takes a few seconds per
-    /// ten gigabytes, once), and `h` streams, instead of every partition being refused. Returns
-    /// the bytes made resident (0 when they already were). Holds `params` until
+    /// ten gigabytes, once), and `h` streams, instead of every partition being refused. A
+    /// resident query is copied from host memory where it is there, else block by block from
+    /// its source (the parameter file), and its host copy is then released where it can be read
+    /// again ([`Points::release`]): a host path that needs it later (a CPU fallback) decodes it
+    /// anew. Returns the bytes made resident (0 when they already were). Holds `params` until
     /// [`GpuBackend::evict`], which unmaps them too.
     pub fn preload(&self, params: &Arc<Parameters>) -> Result<u64, PipelineError> {
         if self.find(params).is_some() {
@@ -128,12 +140,11 @@ impl GpuBackend {
                 continue;
             }
             let name = format!("{set:#x}/g1/{i}");
-            let limbs = G1::affines_as_limbs(query);
-            let Some(bases) = self.resident_region(stream, &name, limbs)? else {
+            let Some(bases) = self.resident_points::<G1>(stream, &name, query)? else {
                 continue;
             };
             g1.push(QueryBases {
-                host: (query.as_ptr() as usize, query.len()),
+                id: query.id(),
                 bases: BasesMemory::Resident(bases),
             });
             room -= need;
@@ -142,10 +153,9 @@ impl GpuBackend {
         let need = (params.b_g2.len() * std::mem::size_of::<G2AffineLimbs>()) as u64;
         if !params.b_g2.is_empty() && need <= room {
             let name = format!("{set:#x}/g2/0");
-            let limbs = G2::affines_as_limbs(&params.b_g2);
-            if let Some(bases) = self.resident_region(stream, &name, limbs)? {
+            if let Some(bases) = self.resident_points::<G2>(stream, &name, &params.b_g2)? {
                 g2.push(QueryBases {
-                    host: (params.b_g2.as_ptr() as usize, params.b_g2.len()),
+                    id: params.b_g2.id(),
                     bases: BasesMemory::Resident(bases),
                 });
                 bytes += need;
@@ -155,20 +165,39 @@ impl GpuBackend {
             .synchronize()
             .map_err(GpuBackendError::gpu("uploading bases"))
             .map_err(on(&self.name))?;
+        // The device's copies are the ones the partitions read: the host's go (those that can
+        // be read again from their file or generator, should a host path need them).
+        let released: u64 = [&params.h, &params.l, &params.a, &params.b_g1]
+            .into_iter()
+            .filter(|q| g1.iter().any(|r| r.id == q.id()))
+            .map(release)
+            .sum::<u64>()
+            + if g2.is_empty() {
+                0
+            } else {
+                release(&params.b_g2)
+            };
+        if released > 0 {
+            tracing::info!(
+                device = %self.name,
+                bytes = released,
+                "host copies of the resident queries released"
+            );
+        }
         // The queries over the values that did not fit are mapped: their split, batch addition
         // and tail MSM still run on the device, reading the points they need over the link.
         let mut mapped_bytes = 0;
         for query in [&params.l, &params.a, &params.b_g1] {
-            if query.is_empty() || g1.iter().any(|q| q.is(query.as_slice())) {
+            if query.is_empty() || g1.iter().any(|q| q.id == query.id()) {
                 continue;
             }
-            if let Some(bases) = self.mapped::<G1AffineLimbs, _>(query) {
+            if let Some(bases) = self.mapped::<G1AffineLimbs, _>(query)? {
                 mapped_bytes += bases.bases.buffer().size_bytes() as u64;
                 g1.push(bases);
             }
         }
-        if !params.b_g2.is_empty() && !g2.iter().any(|q| q.is(params.b_g2.as_slice())) {
-            if let Some(bases) = self.mapped::<G2AffineLimbs, _>(&params.b_g2) {
+        if !params.b_g2.is_empty() && !g2.iter().any(|q| q.id == params.b_g2.id()) {
+            if let Some(bases) = self.mapped::<G2AffineLimbs, _>(&params.b_g2)? {
                 mapped_bytes += bases.bases.buffer().size_bytes() as u64;
                 g2.push(bases);
             }
@@ -183,29 +212,66 @@ impl GpuBackend {
         Ok(bytes)
     }
 
-    /// A query's host vector mapped for the device to read in place (its bases in the device
-    /// layout `L`), or `None` where the driver refuses: the query then takes the host path,
-    /// slower but with the same sums, and the refusal is logged.
+    /// `points` copied (on `stream`) into a resident region of the arena called `name`, or
+    /// `None` when the arena has no free range that large now (the query then streams or is
+    /// mapped). Points not in host memory are read block by block from their source (a mapped
+    /// file, a generator) and copied as they come, so no whole decoded copy is ever made.
+    fn resident_points<C: GpuCurve>(
+        &self,
+        stream: &Stream,
+        name: &str,
+        points: &Points<C::Affine>,
+    ) -> Result<Option<DeviceBuffer<C::AffineLimbs>>, PipelineError>
+    where
+        C::AffineLimbs: cuzk_gpu::DeviceCopy,
+        C::Affine: Copy + Send + Sync + 'static,
+    {
+        if let Some(held) = points.in_host() {
+            return self.resident_region(stream, name, C::affines_as_limbs(&held));
+        }
+        let bytes = (points.len() * std::mem::size_of::<C::AffineLimbs>()) as u64;
+        let Some(mut bases) = self.region::<C::AffineLimbs>(name, bytes)? else {
+            return Ok(None);
+        };
+        let block = (UPLOAD_BLOCK_BYTES / std::mem::size_of::<C::Affine>()).max(1);
+        for first in (0..points.len()).step_by(block) {
+            let range = first..(first + block).min(points.len());
+            let host = points.read(range).map_err(PipelineError::from)?;
+            // Pageable memory: the driver has staged the block when the call returns, so it
+            // may be dropped (and the next one read) while the copy finishes.
+            stream
+                .copy_to_device_at(C::affines_as_limbs(&host), &mut bases, first)
+                .map_err(GpuBackendError::gpu("uploading bases"))
+                .map_err(on(&self.name))?;
+        }
+        Ok(Some(bases))
+    }
+
+    /// A query's host vector (decoded first where it is not in host memory) mapped for the
+    /// device to read in place (its bases in the device layout `L`), or `None` where the driver
+    /// refuses: the query then takes the host path, slower but with the same sums, and the
+    /// refusal is logged.
     fn mapped<L: cuzk_gpu::DeviceCopy, A: Copy + Send + Sync + 'static>(
         &self,
-        query: &Arc<Vec<A>>,
-    ) -> Option<QueryBases<L>> {
-        match self.gpu().map_host::<L, A>(query.clone()) {
+        query: &Points<A>,
+    ) -> Result<Option<QueryBases<L>>, PipelineError> {
+        let host = query.host().map_err(PipelineError::from)?;
+        Ok(match self.gpu().map_host::<L, A>(host) {
             Ok(bases) => Some(QueryBases {
-                host: (query.as_ptr() as usize, query.len()),
+                id: query.id(),
                 bases: BasesMemory::Mapped(bases),
             }),
             Err(e) => {
                 tracing::warn!(
                     device = %self.name,
                     error = %e,
-                    bytes = std::mem::size_of_val(query.as_slice()),
+                    bytes = query.len() * std::mem::size_of::<A>(),
                     "a query that is not resident could not be mapped: it is split and \
                      batch-added on the host"
                 );
                 None
             }
-        }
+        })
     }
 
     /// Host bytes of parameters mapped for the device to read in place (the queries over the
@@ -222,7 +288,23 @@ impl GpuBackend {
         name: &str,
         limbs: &[L],
     ) -> Result<Option<DeviceBuffer<L>>, PipelineError> {
-        let bytes = std::mem::size_of_val(limbs) as u64;
+        let Some(mut bases) = self.region::<L>(name, std::mem::size_of_val(limbs) as u64)? else {
+            return Ok(None);
+        };
+        stream
+            .copy_to_device(limbs, &mut bases)
+            .map_err(GpuBackendError::gpu("uploading bases"))
+            .map_err(on(&self.name))?;
+        Ok(Some(bases))
+    }
+
+    /// A resident region of the arena called `name`, `bytes` long, or `None` when the arena has
+    /// no free range that large now.
+    fn region<L: cuzk_gpu::DeviceCopy>(
+        &self,
+        name: &str,
+        bytes: u64,
+    ) -> Result<Option<DeviceBuffer<L>>, PipelineError> {
         let region = match self.share.arena.alloc_resident(name, bytes) {
             Ok(region) => region,
             Err(VramError::OutOfMemory { .. }) => return Ok(None),
@@ -232,15 +314,11 @@ impl GpuBackend {
                 )));
             }
         };
-        let mut bases = region
+        region
             .into_device_buffer::<L>()
+            .map(Some)
             .map_err(GpuBackendError::arena("a resident region"))
-            .map_err(on(&self.name))?;
-        stream
-            .copy_to_device(limbs, &mut bases)
-            .map_err(GpuBackendError::gpu("uploading bases"))
-            .map_err(on(&self.name))?;
-        Ok(Some(bases))
+            .map_err(on(&self.name))
     }
 
     /// Frees `params`' resident bases (once no partition is using them) and lets go of
@@ -271,28 +349,21 @@ impl GpuBackend {
             .cloned()
     }
 
-    /// The resident set holding a G1 query copied from `host` (or, with `mapped`, also one
-    /// mapped from it), if any. The set's `Arc` keeps the buffer alive while the caller uses it.
-    pub(super) fn resident_g1(
-        &self,
-        host: &[G1Affine],
-        mapped: bool,
-    ) -> Option<(Arc<Resident>, usize)> {
+    /// The resident set holding a copy of the G1 query `id` (or, with `mapped`, also one mapped
+    /// from its host vector), if any. The set's `Arc` keeps the buffer alive while the caller
+    /// uses it.
+    pub(super) fn resident_g1(&self, id: PointsId, mapped: bool) -> Option<(Arc<Resident>, usize)> {
         self.lock().iter().find_map(|r| {
             r.g1.iter()
-                .position(|q| q.is(host) && (mapped || !q.bases.is_mapped()))
+                .position(|q| q.id == id && (mapped || !q.bases.is_mapped()))
                 .map(|i| (r.clone(), i))
         })
     }
 
-    pub(super) fn resident_g2(
-        &self,
-        host: &[G2Affine],
-        mapped: bool,
-    ) -> Option<(Arc<Resident>, usize)> {
+    pub(super) fn resident_g2(&self, id: PointsId, mapped: bool) -> Option<(Arc<Resident>, usize)> {
         self.lock().iter().find_map(|r| {
             r.g2.iter()
-                .position(|q| q.is(host) && (mapped || !q.bases.is_mapped()))
+                .position(|q| q.id == id && (mapped || !q.bases.is_mapped()))
                 .map(|i| (r.clone(), i))
         })
     }
@@ -303,14 +374,9 @@ impl GpuBackend {
         params: &Parameters,
         query: Query,
     ) -> Option<ResidentQuery> {
-        let g1 = match query {
-            Query::L => &params.l,
-            Query::A => &params.a,
-            Query::B => &params.b_g1,
-        };
-        let g1 = self.resident_g1(g1, true)?;
+        let g1 = self.resident_g1(query.points(params).id(), true)?;
         let g2 = match query {
-            Query::B => Some(self.resident_g2(&params.b_g2, true)?),
+            Query::B => Some(self.resident_g2(params.b_g2.id(), true)?),
             _ => None,
         };
         Some(ResidentQuery { g1, g2 })
