@@ -210,7 +210,11 @@ impl ProofBackend for GpuProofBackend {
                     "device failed; proving the partition on the CPU"
                 );
                 self.cpu_fallbacks.fetch_add(1, Ordering::Relaxed);
-                cpu.prove_partition(params, again, ctx, partition)
+                let proven = cpu.prove_partition(params, again, ctx, partition);
+                // The CPU decoded the queries the device keeps: the device's copies stay the
+                // ones partitions read, so the host's go again.
+                self.gpu().release_host_copies(params);
+                proven
             }
             other => Ok(other?),
         }

@@ -200,6 +200,10 @@ fn a_failed_partition_falls_back_to_the_cpu_where_configured() {
     fail_next(3, Fault::Launch);
     let (state, error) = run(&e, JobRequest::synthetic(6, 6, 1));
     assert_eq!(state, JobState::Completed, "{error}");
+    // The CPU decoded the parameters to prove; the device's copies stay the only ones.
+    let (lease, _) = e.params().acquire(CircuitId::Synthetic(6)).unwrap();
+    assert_eq!(lease.params().host_bytes(), 0);
+    drop(lease);
     let metrics = e.metrics_text();
     assert!(
         metrics.contains("cuzk_device_failures_total{device=\"gpu3\"} 1\n")

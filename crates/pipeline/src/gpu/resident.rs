@@ -165,25 +165,6 @@ impl GpuBackend {
             .synchronize()
             .map_err(GpuBackendError::gpu("uploading bases"))
             .map_err(on(&self.name))?;
-        // The device's copies are the ones the partitions read: the host's go (those that can
-        // be read again from their file or generator, should a host path need them).
-        let released: u64 = [&params.h, &params.l, &params.a, &params.b_g1]
-            .into_iter()
-            .filter(|q| g1.iter().any(|r| r.id == q.id()))
-            .map(release)
-            .sum::<u64>()
-            + if g2.is_empty() {
-                0
-            } else {
-                release(&params.b_g2)
-            };
-        if released > 0 {
-            tracing::info!(
-                device = %self.name,
-                bytes = released,
-                "host copies of the resident queries released"
-            );
-        }
         // The queries over the values that did not fit are mapped: their split, batch addition
         // and tail MSM still run on the device, reading the points they need over the link.
         let mut mapped_bytes = 0;
@@ -209,7 +190,46 @@ impl GpuBackend {
             bytes,
             mapped_bytes,
         }));
+        // The device's copies are the ones the partitions read: the host's go.
+        self.release_host_copies(params);
         Ok(bytes)
+    }
+
+    /// Drops the host copies of `params`' queries resident on this device, those that can be
+    /// read again from their file or generator ([`Points::release`]); returns the bytes freed.
+    /// Preloading does it; a host path that has read them since (a CPU fallback) leaves copies
+    /// that this frees again.
+    pub fn release_host_copies(&self, params: &Arc<Parameters>) -> u64 {
+        let Some(set) = self.find(params) else {
+            return 0;
+        };
+        let g1: u64 = [&params.h, &params.l, &params.a, &params.b_g1]
+            .into_iter()
+            .filter(|p| {
+                set.g1
+                    .iter()
+                    .any(|q| q.id == p.id() && !q.bases.is_mapped())
+            })
+            .map(release)
+            .sum();
+        let g2 = if set
+            .g2
+            .iter()
+            .any(|q| q.id == params.b_g2.id() && !q.bases.is_mapped())
+        {
+            release(&params.b_g2)
+        } else {
+            0
+        };
+        let freed = g1 + g2;
+        if freed > 0 {
+            tracing::info!(
+                device = %self.name,
+                bytes = freed,
+                "host copies of the resident queries released"
+            );
+        }
+        freed
     }
 
     /// `points` copied (on `stream`) into a resident region of the arena called `name`, or
