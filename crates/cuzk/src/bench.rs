@@ -173,9 +173,8 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
             let params =
                 cuzk_groth16::timing_parameters_for(&first.shape()).context("timing parameters")?;
             println!(
-                "parameters for timing only (multiples of the generators, made as they are \
-                 read: a GPU copies those it keeps as they are made; the proofs will not \
-                 verify): {:.3} s",
+                "parameters for timing only (multiples of the generators, made when read; \
+                 the proofs will not verify): {:.3} s",
                 start.elapsed().as_secs_f64()
             );
             params

@@ -80,10 +80,15 @@ impl<E: Engine> std::fmt::Debug for Parameters<E> {
 }
 
 impl Parameters {
+    /// The G1 queries, largest first as they usually are: H, L, A, B₁.
+    pub fn g1_queries(&self) -> [&Points<G1Affine>; 4] {
+        [&self.h, &self.l, &self.a, &self.b_g1]
+    }
+
     /// Bytes of query points held in host memory now (a query read lazily or released holds
     /// none: see [`Points`]).
     pub fn host_bytes(&self) -> u64 {
-        [&self.h, &self.l, &self.a, &self.b_g1]
+        self.g1_queries()
             .iter()
             .map(|q| q.host_bytes())
             .sum::<u64>()
@@ -93,7 +98,7 @@ impl Parameters {
     /// Reads every query into host memory (where the CPU prover reads them), decoding those
     /// that are not there yet.
     pub fn to_host(&self) -> Result<(), Groth16Error> {
-        for q in [&self.h, &self.l, &self.a, &self.b_g1] {
+        for q in self.g1_queries() {
             q.host()?;
         }
         self.b_g2.host()?;

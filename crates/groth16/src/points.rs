@@ -57,11 +57,6 @@ impl<P: Copy + Send + Sync + 'static> Points<P> {
         Self::build(len, None, Some(source))
     }
 
-    /// Points held in host memory that `source` can give again (so they can be released).
-    pub fn with_source(points: Vec<P>, source: Arc<dyn PointSource<P>>) -> Self {
-        Self::build(points.len(), Some(Arc::new(points)), Some(source))
-    }
-
     fn build(
         len: usize,
         host: Option<Arc<Vec<P>>>,
@@ -152,32 +147,30 @@ impl<P: Copy + Send + Sync + 'static> Points<P> {
     }
 
     /// Drops the host copy where the points can be read again (their memory is freed once no
-    /// caller of [`Points::host`] holds it); returns whether a copy was dropped.
-    pub fn release(&self) -> bool {
+    /// caller of [`Points::host`] holds it); returns the bytes dropped (0 when none were held
+    /// or the points have no source).
+    pub fn release(&self) -> u64 {
         if self.inner.source.is_none() {
-            return false;
+            return 0;
         }
-        self.held().take().is_some()
-    }
-
-    /// Whether the points can be released (they have a source to be read from again).
-    pub fn releasable(&self) -> bool {
-        self.inner.source.is_some()
+        match self.held().take() {
+            Some(_) => self.bytes(),
+            None => 0,
+        }
     }
 
     /// Bytes of the points held in host memory now.
     pub fn host_bytes(&self) -> u64 {
         if self.held().is_some() {
-            (self.inner.len * std::mem::size_of::<P>()) as u64
+            self.bytes()
         } else {
             0
         }
     }
-}
 
-impl<P: Copy + Send + Sync + 'static> From<Vec<P>> for Points<P> {
-    fn from(points: Vec<P>) -> Self {
-        Self::new(points)
+    /// Bytes of all the points, in host memory.
+    fn bytes(&self) -> u64 {
+        (self.inner.len * std::mem::size_of::<P>()) as u64
     }
 }
 
@@ -249,15 +242,16 @@ mod tests {
     #[test]
     fn release_keeps_the_identity_and_reads_again_on_use() {
         let source = Arc::new(Tens(AtomicUsize::new(0)));
-        let points = Points::with_source(vec![0, 10, 20], source.clone());
+        let points = Points::lazy(3, source.clone());
+        points.host().unwrap();
         let clone = points.clone();
         let id = points.id();
-        assert!(clone.release());
-        assert!(!points.release(), "already released through the clone");
+        assert_eq!(clone.release(), 24);
+        assert_eq!(points.release(), 0, "already released through the clone");
         assert_eq!(points.id(), id);
         assert_eq!(points.host_bytes(), 0);
         assert_eq!(*points.host().unwrap(), vec![0, 10, 20]);
-        assert_eq!(source.0.load(Ordering::Relaxed), 3);
+        assert_eq!(source.0.load(Ordering::Relaxed), 3 + 3);
         assert_ne!(Points::new(vec![0u64, 10, 20]).id(), id);
         assert_eq!(Points::new(vec![0u64, 10, 20]), points);
     }
@@ -265,8 +259,8 @@ mod tests {
     #[test]
     fn points_only_in_memory_are_never_released() {
         let points = Points::new(vec![1u64, 2]);
-        assert!(!points.releasable());
-        assert!(!points.release());
+        assert_eq!(points.release(), 0);
+        assert_eq!(points.host_bytes(), 16);
         assert_eq!(*points.host().unwrap(), vec![1, 2]);
     }
 

@@ -53,16 +53,6 @@ impl<L> BasesMemory<L> {
 /// decode or generation of a block keeps every core busy, small beside a query.
 const UPLOAD_BLOCK_BYTES: usize = 256 << 20;
 
-/// Drops `points`' host copy where it can be read again; returns the bytes freed.
-fn release<P: Copy + Send + Sync + 'static>(points: &Points<P>) -> u64 {
-    let bytes = points.host_bytes();
-    if points.release() {
-        bytes
-    } else {
-        0
-    }
-}
-
 /// One preloaded parameter set: the host parameters (held, so their memory stays put and
 /// unchanged while mapped), the queries that fitted on the device and those mapped from host
 /// memory.
@@ -131,10 +121,7 @@ impl GpuBackend {
         let mut bytes = 0;
         let stream = self.msm.stream();
         let set = Arc::as_ptr(params) as usize;
-        for (i, query) in [&params.h, &params.l, &params.a, &params.b_g1]
-            .into_iter()
-            .enumerate()
-        {
+        for (i, query) in params.g1_queries().into_iter().enumerate() {
             let need = (query.len() * std::mem::size_of::<G1AffineLimbs>()) as u64;
             if query.is_empty() || need > room {
                 continue;
@@ -203,21 +190,22 @@ impl GpuBackend {
         let Some(set) = self.find(params) else {
             return 0;
         };
-        let g1: u64 = [&params.h, &params.l, &params.a, &params.b_g1]
+        let g1: u64 = params
+            .g1_queries()
             .into_iter()
             .filter(|p| {
                 set.g1
                     .iter()
                     .any(|q| q.id == p.id() && !q.bases.is_mapped())
             })
-            .map(release)
+            .map(|p| p.release())
             .sum();
         let g2 = if set
             .g2
             .iter()
             .any(|q| q.id == params.b_g2.id() && !q.bases.is_mapped())
         {
-            release(&params.b_g2)
+            params.b_g2.release()
         } else {
             0
         };
